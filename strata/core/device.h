@@ -1,0 +1,61 @@
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+
+namespace strata {
+
+enum class DeviceType : std::uint8_t { CPU = 0, CUDA = 1 };
+inline constexpr int kDeviceTypeCount = 2;
+
+/// Lower-case name of a device type: "cpu", "cuda".
+std::string_view device_type_name(DeviceType type);
+
+/// A device is a type and an index. Naming a device does not need it to exist; using it does.
+/// The index is -1 when unspecified ("cuda" means the current CUDA device); the CPU is always index -1.
+class Device {
+ public:
+  constexpr Device(DeviceType type = DeviceType::CPU, int index = -1) : type_(type), index_(index) {}
+  /// Parses "cpu", "cuda", "cuda:1"; anything else throws InvalidArgumentError naming the string.
+  Device(std::string_view text);  // NOLINT(google-explicit-constructor): mirrors torch::Device("cuda:1")
+  Device(const char* text) : Device(std::string_view(text)) {}  // NOLINT
+
+  constexpr DeviceType type() const { return type_; }
+  constexpr int index() const { return index_; }
+  constexpr bool has_index() const { return index_ >= 0; }
+  constexpr bool is_cpu() const { return type_ == DeviceType::CPU; }
+  constexpr bool is_cuda() const { return type_ == DeviceType::CUDA; }
+
+  std::string str() const;
+
+  friend constexpr bool operator==(Device a, Device b) = default;
+
+ private:
+  DeviceType type_;
+  int index_;
+};
+
+std::ostream& operator<<(std::ostream& os, Device device);
+
+inline constexpr Device kCPU{DeviceType::CPU};
+
+}  // namespace strata
+
+template <>
+struct std::hash<strata::Device> {
+  size_t operator()(strata::Device d) const noexcept {
+    return (static_cast<size_t>(d.type()) << 16) ^ static_cast<size_t>(d.index() + 1);
+  }
+};
+
+template <>
+struct fmt::formatter<strata::Device> : fmt::formatter<std::string_view> {
+  auto format(strata::Device d, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(d.str(), ctx);
+  }
+};

@@ -1,0 +1,121 @@
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "strata/core/device.h"
+#include "strata/runtime/backend.h"
+#include "strata/runtime/memory_stats.h"
+
+namespace strata {
+
+/// Raw memory of one device, as a caching allocator draws on it. Backends adapt to this; tests supply
+/// resources with a chosen capacity so that out-of-memory, limits and fragmentation are testable without a GPU.
+class MemoryResource {
+ public:
+  virtual ~MemoryResource() = default;
+  virtual Device device() const = 0;
+  /// Returns nullptr when the device has no memory left for this request.
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void free(void* ptr, std::size_t bytes) = 0;
+  virtual MemoryInfo memory_info() const = 0;
+};
+
+/// The memory resource of a backend's device (used for real devices).
+std::unique_ptr<MemoryResource> make_backend_memory_resource(Backend& backend, Device device);
+
+class CachingAllocator;
+
+/// Owns one allocation; returns it to its allocator when destroyed. Movable, not copyable.
+class DataPtr {
+ public:
+  DataPtr() = default;
+  DataPtr(void* ptr, std::size_t size, Device device, CachingAllocator* owner, void* block)
+      : ptr_(ptr), size_(size), device_(device), owner_(owner), block_(block) {}
+  DataPtr(DataPtr&& other) noexcept { *this = std::move(other); }
+  DataPtr& operator=(DataPtr&& other) noexcept;
+  DataPtr(const DataPtr&) = delete;
+  DataPtr& operator=(const DataPtr&) = delete;
+  ~DataPtr() { reset(); }
+
+  void* get() const { return ptr_; }
+  std::size_t size() const { return size_; }
+  Device device() const { return device_; }
+  explicit operator bool() const { return ptr_ != nullptr; }
+  void reset();
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t size_ = 0;
+  Device device_{};
+  CachingAllocator* owner_ = nullptr;
+  void* block_ = nullptr;
+};
+
+// Note [The caching allocator]
+// One implementation serves every device: sizes are rounded (512 B granules), requests up to 1 MiB come from a
+// small pool carved out of 2 MiB segments, larger ones from a large pool (segments rounded to 2 MiB, or 20 MiB for
+// requests under 10 MiB); a cached block bigger than the request is split, and freed neighbours in one segment are
+// merged again. Blocks are reused only on the stream they were allocated for (see Note [Why blocks are per
+// stream]). When the backend is out of memory, the allocator frees its whole cache of unused segments and tries
+// once more before throwing OutOfMemoryError. A limit, when set, is checked against reserved bytes before asking
+// the backend.
+//
+// Note [Why blocks are per stream]
+// A freed block may still be read by kernels queued on its stream. Reusing it on the same stream is safe because
+// the stream runs in order; handing it to another stream would need an event. We keep the simple, safe rule.
+
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(std::unique_ptr<MemoryResource> resource);
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  Device device() const;
+
+  /// Allocates at least `bytes` for use on `stream`. `op` names the operation for the out-of-memory message
+  /// (defaults to the op running on this thread, see current_op()). Zero bytes gives an empty DataPtr.
+  DataPtr allocate(std::size_t bytes, NativeStream stream = nullptr, const char* op = nullptr);
+
+  /// Returns every cached, unused segment to the backend.
+  void empty_cache();
+  MemoryStats stats() const;
+  void reset_peak_stats();
+  /// Caps reserved bytes; std::nullopt removes the cap.
+  void set_limit(std::optional<std::size_t> bytes);
+  std::optional<std::size_t> limit() const;
+  /// Size of the largest cached block not in use.
+  std::size_t largest_free_block() const;
+  /// A readable table of the statistics (as in torch.cuda.memory_summary).
+  std::string summary() const;
+
+ private:
+  friend class DataPtr;
+  void release(void* block);
+
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// The allocator of a device (created on first use; applies STRATA_MEMORY_LIMIT). Throws DeviceUnavailableError
+/// for devices that are absent.
+CachingAllocator& allocator(Device device);
+
+/// Allocates on the device's current stream.
+DataPtr allocate(Device device, std::size_t bytes);
+
+MemoryStats memory_stats(Device device);
+void reset_peak_stats(Device device);
+/// Releases cached memory of one device, or of every device that has an allocator when none is given.
+void empty_cache(std::optional<Device> device = std::nullopt);
+void set_memory_limit(Device device, std::size_t bytes);
+/// Limit as a fraction (0, 1] of the device's total memory.
+void set_memory_fraction(Device device, double fraction);
+void clear_memory_limit(Device device);
+std::string memory_summary(Device device);
+
+}  // namespace strata

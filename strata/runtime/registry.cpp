@@ -1,0 +1,168 @@
+#include "strata/runtime/registry.h"
+
+#include <dlfcn.h>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "strata/backends/cpu/cpu_backend.h"
+#include "strata/core/error.h"
+#include "strata/runtime/plugin.h"
+
+namespace strata {
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::array<std::unique_ptr<Backend>, kDeviceTypeCount> backends;
+  std::array<std::string, kDeviceTypeCount> reasons;
+  std::once_flag cuda_once;
+
+  Registry() { backends[static_cast<int>(DeviceType::CPU)] = make_cpu_backend(); }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+// The folder libstrata was loaded from: the CUDA plugin is installed beside it.
+std::filesystem::path library_folder() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&library_folder), &info) == 0 || info.dli_fname == nullptr) return {};
+  return std::filesystem::path(info.dli_fname).parent_path();
+}
+
+std::vector<std::filesystem::path> plugin_folders() {
+  std::vector<std::filesystem::path> folders;
+  if (const char* env = std::getenv("STRATA_BACKEND_PATH")) {
+    std::stringstream list(env);
+    std::string item;
+    while (std::getline(list, item, ':')) {
+      if (!item.empty()) folders.emplace_back(item);
+    }
+  }
+  folders.push_back(library_folder());
+  return folders;
+}
+
+// Note [Loading the CUDA plugin]
+// CUDA support is a separate library so that one build runs on machines with and without a GPU, and so that
+// plugins built against different CUDA versions can sit side by side. On the first CUDA query we (1) check that
+// the driver library libcuda.so.1 loads, (2) look for libstrata_cuda.so in $STRATA_BACKEND_PATH and then next to
+// libstrata, (3) dlopen it and call its entry point, which may still decline (no GPU, driver too old). Every
+// failure is kept as a one-line reason for unavailable_reason() and strata-smi; nothing aborts.
+std::unique_ptr<Backend> load_cuda_plugin(std::string& reason) {
+  if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+    const char* err = dlerror();
+    reason = fmt::format("the NVIDIA driver library libcuda.so.1 could not be loaded ({})", err ? err : "not found");
+    return nullptr;
+  }
+  std::vector<std::string> tried;
+  for (const auto& folder : plugin_folders()) {
+    const auto path = folder / kCudaPluginFile;
+    if (!std::filesystem::exists(path)) {
+      tried.push_back(folder.string());
+      continue;
+    }
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* err = dlerror();
+      reason = fmt::format("the CUDA plugin {} could not be loaded: {}", path.string(), err ? err : "unknown error");
+      return nullptr;
+    }
+    auto create = reinterpret_cast<CreateBackendFn>(dlsym(handle, kCreateBackendSymbol));
+    if (create == nullptr) {
+      reason = fmt::format("the CUDA plugin {} has no entry point {}", path.string(), kCreateBackendSymbol);
+      return nullptr;
+    }
+    std::string why;
+    Backend* created = create(&why);
+    if (created == nullptr) {
+      reason = why.empty() ? "the CUDA plugin declined to start" : why;
+      return nullptr;
+    }
+    return std::unique_ptr<Backend>(created);
+  }
+  reason = fmt::format("the CUDA plugin {} was not found (looked in: {}); this build has no CUDA support",
+                       kCudaPluginFile, fmt::join(tried, ", "));
+  return nullptr;
+}
+
+void ensure_loaded(Registry& r, DeviceType type) {
+  if (type != DeviceType::CUDA) return;
+  std::call_once(r.cuda_once, [&r] {
+    std::string reason;
+    auto loaded = load_cuda_plugin(reason);
+    std::lock_guard lock(r.mutex);
+    auto& slot = r.backends[static_cast<int>(DeviceType::CUDA)];
+    if (slot) return;  // a test or an embedder registered one already
+    slot = std::move(loaded);
+    r.reasons[static_cast<int>(DeviceType::CUDA)] = reason;
+  });
+}
+
+}  // namespace
+
+Backend* find_backend(DeviceType type) {
+  auto& r = registry();
+  ensure_loaded(r, type);
+  std::lock_guard lock(r.mutex);
+  return r.backends[static_cast<int>(type)].get();
+}
+
+std::string unavailable_reason(DeviceType type) {
+  auto& r = registry();
+  ensure_loaded(r, type);
+  std::lock_guard lock(r.mutex);
+  if (r.backends[static_cast<int>(type)]) return {};
+  const auto& reason = r.reasons[static_cast<int>(type)];
+  return reason.empty() ? fmt::format("no {} backend is registered", device_type_name(type)) : reason;
+}
+
+Backend& backend(DeviceType type) {
+  Backend* b = find_backend(type);
+  STRATA_CHECK(b != nullptr, DeviceUnavailableError, "{} devices are unavailable: {}", device_type_name(type),
+               unavailable_reason(type));
+  return *b;
+}
+
+int device_count(DeviceType type) {
+  Backend* b = find_backend(type);
+  return b ? b->device_count() : 0;
+}
+
+Device resolve(Device device) {
+  if (device.is_cpu() || device.has_index()) return device.is_cpu() ? kCPU : device;
+  return Device(device.type(), backend(device.type()).current_device());
+}
+
+void check_device(Device device) {
+  Backend* b = find_backend(device.type());
+  STRATA_CHECK(b != nullptr, DeviceUnavailableError, "device {} is unavailable: {}", device,
+               unavailable_reason(device.type()));
+  if (device.is_cpu() || !device.has_index()) return;
+  const int count = b->device_count();
+  STRATA_CHECK(device.index() < count, DeviceUnavailableError,
+               "device {} is unavailable: this machine has {} {} device(s) (valid indices 0..{})", device, count,
+               device_type_name(device.type()), count - 1);
+}
+
+Backend& backend(Device device) {
+  check_device(device);
+  return *find_backend(device.type());
+}
+
+void register_backend(DeviceType type, std::unique_ptr<Backend> backend) {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.backends[static_cast<int>(type)] = std::move(backend);
+  r.reasons[static_cast<int>(type)].clear();
+}
+
+}  // namespace strata

@@ -1,0 +1,87 @@
+#pragma once
+
+#include <memory>
+
+#include "strata/core/device.h"
+#include "strata/runtime/backend.h"
+
+namespace strata {
+
+class Event;
+
+/// A queue of work on one device. Work on one stream runs in order. Streams are cheap values: copies share the
+/// underlying native stream, which is destroyed with the last copy of a stream made by `Stream::create`.
+class Stream {
+ public:
+  /// The default stream of a device.
+  static Stream default_stream(Device device);
+  /// A new stream on `device` (throws DeviceUnavailableError when the device is absent).
+  static Stream create(Device device);
+
+  Device device() const { return device_; }
+  NativeStream native() const { return native_; }
+  bool is_default() const { return native_ == nullptr; }
+
+  /// Blocks the host until all work queued so far has finished (counted as a synchronisation).
+  void synchronize() const;
+  /// True when all queued work has finished.
+  bool query() const;
+  /// Makes later work on this stream wait for `event`, without blocking the host.
+  void wait(const Event& event) const;
+
+  friend bool operator==(const Stream& a, const Stream& b) { return a.device_ == b.device_ && a.native_ == b.native_; }
+
+ private:
+  Stream(Device device, NativeStream native, std::shared_ptr<void> owner)
+      : device_(device), native_(native), owner_(std::move(owner)) {}
+  Device device_;
+  NativeStream native_;
+  std::shared_ptr<void> owner_;
+};
+
+/// The stream new work on `device` goes to on this thread (the default stream unless a StreamGuard is active).
+Stream current_stream(Device device);
+void set_current_stream(const Stream& stream);
+
+/// Makes `stream` current for its device until the guard goes out of scope.
+class StreamGuard {
+ public:
+  explicit StreamGuard(const Stream& stream);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+
+ private:
+  Stream previous_;
+};
+
+/// A marker in a stream: record it, wait on it from another stream, or time the work between two events.
+class Event {
+ public:
+  explicit Event(Device device);
+  ~Event();
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  Device device() const { return device_; }
+  NativeEvent native() const { return native_; }
+  void record(const Stream& stream);
+  /// Records on the device's current stream.
+  void record();
+  void synchronize() const;
+  bool query() const;
+  /// Milliseconds from `start` to this event; both must have been recorded and completed.
+  float elapsed_ms_since(const Event& start) const;
+
+ private:
+  Device device_;
+  NativeEvent native_ = nullptr;
+  bool recorded_ = false;
+};
+
+/// Waits for all work on a device (counted as a synchronisation).
+void synchronize(Device device);
+
+}  // namespace strata

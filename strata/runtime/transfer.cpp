@@ -1,0 +1,107 @@
+#include "strata/runtime/transfer.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "strata/core/error.h"
+#include "strata/runtime/plugin.h"
+#include "strata/runtime/registry.h"
+
+namespace strata {
+
+namespace {
+
+struct AtomicCounters {
+  std::atomic<int64_t> h2d_copies{0}, h2d_bytes{0}, d2h_copies{0}, d2h_bytes{0}, d2d_copies{0}, d2d_bytes{0},
+      syncs{0};
+};
+
+AtomicCounters& counters() {
+  static AtomicCounters c;
+  return c;
+}
+
+SyncDebugMode parse_sync_debug() {
+  const char* env = std::getenv("STRATA_SYNC_DEBUG");
+  if (env == nullptr) return SyncDebugMode::Off;
+  const std::string_view v(env);
+  if (v.empty() || v == "0" || v == "off") return SyncDebugMode::Off;
+  if (v == "warn" || v == "1") return SyncDebugMode::Warn;
+  if (v == "error" || v == "2") return SyncDebugMode::Error;
+  STRATA_THROW(InvalidArgumentError, "STRATA_SYNC_DEBUG='{}' is not valid; expected 'warn', 'error' or 'off'", v);
+}
+
+std::atomic<SyncDebugMode>& sync_mode() {
+  static std::atomic<SyncDebugMode> mode{parse_sync_debug()};
+  return mode;
+}
+
+thread_local const char* running_op = nullptr;
+
+}  // namespace
+
+TransferCounters transfer_counters() {
+  auto& c = counters();
+  return {c.h2d_copies.load(), c.h2d_bytes.load(), c.d2h_copies.load(), c.d2h_bytes.load(),
+          c.d2d_copies.load(), c.d2d_bytes.load(), c.syncs.load()};
+}
+
+void reset_transfer_counters() {
+  auto& c = counters();
+  for (auto* a : {&c.h2d_copies, &c.h2d_bytes, &c.d2h_copies, &c.d2h_bytes, &c.d2d_copies, &c.d2d_bytes, &c.syncs}) {
+    a->store(0);
+  }
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes,
+                NativeStream stream, bool blocking) {
+  dst_device = resolve(dst_device);
+  src_device = resolve(src_device);
+  if (bytes == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  auto& c = counters();
+  const auto n = static_cast<int64_t>(bytes);
+  if (src_device.is_cpu()) {
+    c.h2d_copies.fetch_add(1, std::memory_order_relaxed);
+    c.h2d_bytes.fetch_add(n, std::memory_order_relaxed);
+  } else if (dst_device.is_cpu()) {
+    c.d2h_copies.fetch_add(1, std::memory_order_relaxed);
+    c.d2h_bytes.fetch_add(n, std::memory_order_relaxed);
+  } else {
+    c.d2d_copies.fetch_add(1, std::memory_order_relaxed);
+    c.d2d_bytes.fetch_add(n, std::memory_order_relaxed);
+  }
+  const Device gpu_side = src_device.is_cpu() ? dst_device : src_device;
+  if (blocking) note_synchronization(gpu_side, "copy");
+  backend(gpu_side).copy(dst, dst_device, src, src_device, bytes, stream, blocking);
+}
+
+SyncDebugMode sync_debug_mode() { return sync_mode().load(); }
+void set_sync_debug_mode(SyncDebugMode mode) { sync_mode().store(mode); }
+
+void note_synchronization(Device device, const char* what) {
+  if (device.is_cpu()) return;
+  counters().syncs.fetch_add(1, std::memory_order_relaxed);
+  switch (sync_debug_mode()) {
+    case SyncDebugMode::Off: return;
+    case SyncDebugMode::Warn:
+      std::fprintf(stderr, "strata: warning: %s synchronises with %s (STRATA_SYNC_DEBUG=warn)\n", what,
+                   device.str().c_str());
+      return;
+    case SyncDebugMode::Error:
+      STRATA_THROW(SyncDebugError, "{} would synchronise with {}, which STRATA_SYNC_DEBUG=error forbids", what, device);
+  }
+}
+
+const char* current_op() { return running_op; }
+
+OpScope::OpScope(const char* op) : previous_(running_op) { running_op = op; }
+OpScope::~OpScope() { running_op = previous_; }
+
+}  // namespace strata

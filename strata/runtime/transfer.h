@@ -1,0 +1,54 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "strata/core/device.h"
+#include "strata/runtime/backend.h"
+
+namespace strata {
+
+/// Always-on counters of what costs time between host and device (see ARCHITECTURE.md, Debug modes).
+struct TransferCounters {
+  int64_t host_to_device_copies = 0;
+  int64_t host_to_device_bytes = 0;
+  int64_t device_to_host_copies = 0;
+  int64_t device_to_host_bytes = 0;
+  int64_t device_to_device_copies = 0;
+  int64_t device_to_device_bytes = 0;
+  int64_t synchronizations = 0;
+};
+
+TransferCounters transfer_counters();
+void reset_transfer_counters();
+
+/// Copies bytes between two devices through the right backend and counts it. Host→host copies are plain
+/// memcpy and not counted. `blocking` waits for the copy (and counts a synchronisation when a GPU is involved).
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes,
+                NativeStream stream, bool blocking);
+
+enum class SyncDebugMode { Off, Warn, Error };
+/// From STRATA_SYNC_DEBUG=warn|error at start-up; any other value is an error at start.
+SyncDebugMode sync_debug_mode();
+void set_sync_debug_mode(SyncDebugMode mode);
+
+/// Every host-blocking wait on a device calls this: it counts the synchronisation and, with STRATA_SYNC_DEBUG,
+/// warns on stderr or throws SyncDebugError naming `what`. Waits on the CPU device are not counted.
+void note_synchronization(Device device, const char* what);
+
+/// The op running on this thread, for error messages from layers below ops (the allocator's OOM message).
+const char* current_op();
+
+/// Names the op running on this thread for its lifetime.
+class OpScope {
+ public:
+  explicit OpScope(const char* op);
+  ~OpScope();
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+ private:
+  const char* previous_;
+};
+
+}  // namespace strata

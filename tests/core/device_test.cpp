@@ -1,0 +1,50 @@
+#include "strata/core/device.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "strata/core/error.h"
+
+namespace strata {
+namespace {
+
+TEST(Device, ParsesAndPrintsTheThreeForms) {
+  for (const char* text : {"cpu", "cuda", "cuda:1", "cuda:12"}) {
+    std::ostringstream os;
+    os << Device(text);
+    EXPECT_EQ(os.str(), text);
+  }
+}
+
+TEST(Device, CudaIndexIsKept) {
+  const Device d("cuda:3");
+  EXPECT_TRUE(d.is_cuda());
+  EXPECT_EQ(d.index(), 3);
+  EXPECT_FALSE(Device("cuda").has_index());
+}
+
+TEST(Device, CpuZeroIsAnAliasOfCpu) { EXPECT_EQ(Device("cpu:0"), kCPU); }
+
+TEST(Device, BadStringsThrowNamingTheStringAndTheAcceptedForms) {
+  for (const char* text : {"gpu0", "cuda:-1", "cuda:x", "cuda:", "", "CUDA", "cuda:1:2", "cpu:1"}) {
+    try {
+      Device d(text);
+      ADD_FAILURE() << "no error for '" << text << "'";
+    } catch (const InvalidArgumentError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(fmt::format("'{}'", text)), std::string::npos) << message;
+      EXPECT_NE(message.find("'cuda:N'"), std::string::npos) << message;
+    }
+  }
+}
+
+TEST(Device, ErrorsDeriveFromStrataErrorAndStdException) {
+  EXPECT_THROW(Device("tpu"), Error);
+  EXPECT_THROW(Device("tpu"), std::exception);
+}
+
+TEST(Device, FormatsWithFmt) { EXPECT_EQ(fmt::format("{}", Device("cuda:2")), "cuda:2"); }
+
+}  // namespace
+}  // namespace strata
