@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "strata/core/error.h"
+#include "strata/runtime/kernel_assert.h"
 #include "strata/runtime/plugin.h"
 #include "strata/runtime/registry.h"
 #include "strata/runtime/transfer.h"
@@ -36,6 +37,7 @@ Stream Stream::create(Device device) {
 void Stream::synchronize() const {
   note_synchronization(device_, "Stream::synchronize");
   backend(device_).synchronize_stream(backend_index(device_), native_);
+  check_device_asserts(device_);
 }
 
 bool Stream::query() const { return backend(device_).query_stream(backend_index(device_), native_); }
@@ -97,6 +99,7 @@ void Event::record() { record(current_stream(device_)); }
 void Event::synchronize() const {
   note_synchronization(device_, "Event::synchronize");
   backend(device_).synchronize_event(backend_index(device_), native_);
+  check_device_asserts(device_);
 }
 
 bool Event::query() const { return backend(device_).query_event(backend_index(device_), native_); }
@@ -114,6 +117,7 @@ void synchronize(Device device) {
   Backend& b = backend(device);
   note_synchronization(device, "synchronize");
   b.synchronize_device(backend_index(device));
+  check_device_asserts(device);
 }
 
 }  // namespace strata

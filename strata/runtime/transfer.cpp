@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "strata/core/error.h"
+#include "strata/runtime/kernel_assert.h"
 #include "strata/runtime/plugin.h"
 #include "strata/runtime/registry.h"
 
@@ -80,6 +81,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   const Device gpu_side = src_device.is_cpu() ? dst_device : src_device;
   if (blocking) note_synchronization(gpu_side, "copy");
   backend(gpu_side).copy(dst, dst_device, src, src_device, bytes, stream, blocking);
+  if (blocking) check_device_asserts(gpu_side);
 }
 
 SyncDebugMode sync_debug_mode() { return sync_mode().load(); }

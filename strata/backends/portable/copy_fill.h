@@ -1,0 +1,45 @@
+#pragma once
+
+// Copy-with-conversion and fill, written once; instantiated by backends/cpu/copy_fill.cpp and
+// backends/cuda/copy_fill.cu.
+
+#include "strata/kernels/elementwise.h"
+#include "strata/ops/kernel_table.h"
+
+namespace strata::portable {
+inline namespace STRATA_KERNEL_NS {
+
+inline kernels::LaunchSite site_of(const ops::OpCall& call, const char* kernel) {
+  return {call.device, call.stream, kernel, call.op, call.where};
+}
+
+template <typename Out>
+struct CopyInto {
+  template <typename In>
+  struct From {
+    static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& in) {
+      kernels::copy<Out, In>(site, out, in);
+    }
+  };
+  static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& in) {
+    kernels::dispatch<From>(in.dtype, site, out, in);
+  }
+};
+
+inline void copy_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in) {
+  kernels::dispatch<CopyInto>(out.dtype, site_of(call, "copy"), out, in);
+}
+
+template <typename T>
+struct FillWith {
+  static void run(const kernels::LaunchSite& site, const TensorView& out, const Scalar& value) {
+    kernels::fill<T>(site, out, value.to<T>());
+  }
+};
+
+inline void fill_kernel(const ops::OpCall& call, const TensorView& out, const Scalar& value) {
+  kernels::dispatch<FillWith>(out.dtype, site_of(call, "fill"), out, value);
+}
+
+}  // namespace STRATA_KERNEL_NS
+}  // namespace strata::portable

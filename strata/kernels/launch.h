@@ -1,0 +1,210 @@
+#pragma once
+
+// The portable kernel API: a kernel is a callable written once. In a .cpp file it runs on the CPU thread pool; in a
+// .cu file (compiled by nvcc) the same callable runs as a GPU kernel. See ARCHITECTURE.md, "Kernels and
+// device-side asserts", and Note [Device-side asserts] in runtime/kernel_assert.h.
+//
+// Write kernels as `STRATA_KERNEL_LAMBDA(int64_t i) { ... }` so that nvcc compiles them for host and device.
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <source_location>
+
+#include "strata/core/device.h"
+#include "strata/core/error.h"
+#include "strata/core/macros.h"
+#include "strata/runtime/backend.h"
+#include "strata/runtime/kernel_assert.h"
+#include "strata/runtime/parallel.h"
+
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+#define STRATA_KERNEL_NS cuda_compiled
+#else
+#define STRATA_KERNEL_NS host_compiled
+#endif
+
+#define STRATA_KERNEL_LAMBDA [=] STRATA_HOST_DEVICE
+
+namespace strata::kernels {
+
+struct Dim3 {
+  std::uint32_t x = 1, y = 1, z = 1;
+};
+
+/// Where a thread is, as in CUDA: threadIdx, blockIdx, blockDim, gridDim (x only is used by forall).
+struct ThreadIndex {
+  Dim3 thread, block, block_dim, grid_dim;
+  STRATA_HOST_DEVICE int64_t global_x() const {
+    return static_cast<int64_t>(block.x) * block_dim.x + thread.x;
+  }
+  STRATA_HOST_DEVICE int64_t grid_stride_x() const { return static_cast<int64_t>(grid_dim.x) * block_dim.x; }
+};
+
+/// Where and why a kernel runs: the device and stream, names for messages, and the host call site.
+struct LaunchSite {
+  LaunchSite(Device device, NativeStream stream, const char* kernel, const char* op,
+             std::source_location where = std::source_location::current())
+      : device(device), stream(stream), kernel(kernel), op(op), where(where) {}
+
+  Device device;
+  NativeStream stream = nullptr;
+  const char* kernel = "kernel";
+  const char* op = "";
+  std::source_location where = std::source_location::current();
+
+  /// The context a kernel captures to use STRATA_KERNEL_ASSERT; `message` says what a failure means.
+  KernelAssertContext asserts(const char* message) const {
+    slot_ = assert_slot(device, stream);
+    return {slot_, register_assert_site(kernel, op, message, where)};
+  }
+  DeviceAssertSlot* assert_slot_in_use() const { return slot_; }
+
+ private:
+  mutable DeviceAssertSlot* slot_ = nullptr;
+};
+
+/// Records the first failure in the launch's slot; later failures leave it alone (one report per failure).
+STRATA_HOST_DEVICE inline void report_assert(const KernelAssertContext& ctx, int64_t index, double value,
+                                             double bound) {
+#if defined(__CUDA_ARCH__)
+  if (atomicCAS(&ctx.slot->failed, 0u, 1u) == 0u) {
+#else
+  if (__atomic_exchange_n(&ctx.slot->failed, 1u, __ATOMIC_ACQ_REL) == 0u) {
+#endif
+    ctx.slot->site = ctx.site;
+    ctx.slot->index = index;
+    ctx.slot->value = value;
+    ctx.slot->bound = bound;
+  }
+}
+
+/// Adds to *address atomically on the host and on the device.
+template <typename T>
+STRATA_HOST_DEVICE inline void atomic_add(T* address, T value) {
+#if defined(__CUDA_ARCH__)
+  atomicAdd(address, value);
+#else
+  std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
+#endif
+}
+
+inline namespace STRATA_KERNEL_NS {
+
+namespace detail {
+
+[[noreturn]] inline void throw_host_only(const LaunchSite& site) {
+  STRATA_THROW(Error,
+               "kernel '{}' of op '{}' was compiled only for the host ({} is a C++ file), so it cannot run on {}; "
+               "compile that file with nvcc (as a .cu file of the CUDA backend) to run it on the GPU",
+               site.kernel, site.op, site.where.file_name(), site.device);
+}
+
+inline void after_cpu_launch(const LaunchSite& site) {
+  if (site.assert_slot_in_use() != nullptr && site.assert_slot_in_use()->failed != 0) {
+    check_device_asserts(site.device);
+  }
+}
+
+#if defined(__CUDACC__)
+template <typename F>
+__global__ void forall_kernel(int64_t n, F f) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
+}
+
+template <typename F>
+__global__ void launch_kernel(F f) {
+  ThreadIndex idx{{threadIdx.x, threadIdx.y, threadIdx.z},
+                  {blockIdx.x, blockIdx.y, blockIdx.z},
+                  {blockDim.x, blockDim.y, blockDim.z},
+                  {gridDim.x, gridDim.y, gridDim.z}};
+  f(idx);
+}
+
+inline void after_gpu_launch(const LaunchSite& site) {
+  const cudaError_t err = cudaGetLastError();
+  STRATA_CHECK(err == cudaSuccess, BackendError, "launching kernel '{}' of op '{}' on {} failed: {} ({})",
+               site.kernel, site.op, site.device, cudaGetErrorName(err), cudaGetErrorString(err));
+  if (launch_blocking()) {
+    const cudaError_t sync = cudaStreamSynchronize(static_cast<cudaStream_t>(site.stream));
+    STRATA_CHECK(sync == cudaSuccess, BackendError, "kernel '{}' of op '{}' on {} failed: {} ({})", site.kernel,
+                 site.op, site.device, cudaGetErrorName(sync), cudaGetErrorString(sync));
+    check_device_asserts(site.device);
+  }
+}
+#endif
+
+}  // namespace detail
+
+/// Grain below which CPU work runs inline: thread wake-up costs more than a few thousand simple elements.
+inline constexpr int64_t kCpuGrain = 32768;
+
+/// Runs f(i) for every i in [0, n) on the site's device.
+template <typename F>
+void forall(const LaunchSite& site, int64_t n, F f) {
+  if (n <= 0) return;
+  if (site.device.is_cpu()) {
+    if (n < kCpuGrain) {
+      for (int64_t i = 0; i < n; ++i) f(i);
+    } else {
+      parallel_for(n, kCpuGrain, [&f](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) f(i);
+      });
+    }
+    detail::after_cpu_launch(site);
+    return;
+  }
+#if defined(__CUDACC__)
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 8);
+  detail::forall_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(site.stream)>>>(n, f);
+  detail::after_gpu_launch(site);
+#else
+  detail::throw_host_only(site);
+#endif
+}
+
+/// Runs f(ThreadIndex) for every thread of `grid` x `block`, as a CUDA launch does. On the CPU, blocks run in
+/// parallel and the threads of a block one after another (no block-level synchronisation).
+template <typename F>
+void launch(const LaunchSite& site, Dim3 grid, Dim3 block, F f) {
+  if (site.device.is_cpu()) {
+    const int64_t blocks = static_cast<int64_t>(grid.x) * grid.y * grid.z;
+    parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        ThreadIndex idx{{}, {}, block, grid};
+        idx.block = {static_cast<std::uint32_t>(b % grid.x), static_cast<std::uint32_t>((b / grid.x) % grid.y),
+                     static_cast<std::uint32_t>(b / (static_cast<int64_t>(grid.x) * grid.y))};
+        for (std::uint32_t z = 0; z < block.z; ++z)
+          for (std::uint32_t y = 0; y < block.y; ++y)
+            for (std::uint32_t x = 0; x < block.x; ++x) {
+              idx.thread = {x, y, z};
+              f(idx);
+            }
+      }
+    });
+    detail::after_cpu_launch(site);
+    return;
+  }
+#if defined(__CUDACC__)
+  detail::launch_kernel<<<dim3(grid.x, grid.y, grid.z), dim3(block.x, block.y, block.z), 0,
+                          static_cast<cudaStream_t>(site.stream)>>>(f);
+  detail::after_gpu_launch(site);
+#else
+  detail::throw_host_only(site);
+#endif
+}
+
+}  // inline namespace STRATA_KERNEL_NS
+
+}  // namespace strata::kernels
+
+/// Inside a kernel: when `cond` fails, records (index, value, bound) for a DeviceAssertError at the next
+/// synchronisation. `ctx` comes from LaunchSite::asserts(message).
+#define STRATA_KERNEL_ASSERT(ctx, cond, index, value, bound)                                              \
+  do {                                                                                                    \
+    if (!(cond)) ::strata::kernels::report_assert((ctx), static_cast<int64_t>(index),                     \
+                                                  static_cast<double>(value), static_cast<double>(bound)); \
+  } while (false)

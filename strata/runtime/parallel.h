@@ -1,0 +1,23 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace strata {
+
+// Note [One CPU thread pool]
+// All CPU work runs on one pool: OpenMP's, which oneDNN uses too. OpenBLAS is told to use one thread so that
+// its own pool never fights ours over the cores (on 2-core machines that fight costs 40% of a training epoch).
+
+/// Threads used for CPU work; defaults to every core the process may run on.
+int num_threads();
+void set_num_threads(int n);
+
+/// Runs fn(begin, end) over [0, n) in chunks of at least `grain` elements, on the pool when n is large enough,
+/// inline otherwise. Exceptions thrown by fn are rethrown on the calling thread.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+/// True on a pool thread inside parallel_for (nested calls then run inline).
+bool in_parallel_region();
+
+}  // namespace strata

@@ -1,0 +1,33 @@
+#include "strata/runtime/pinned.h"
+
+#include "strata/runtime/registry.h"
+
+namespace strata {
+
+namespace {
+
+// Pinned memory is host memory: its device is the CPU, but the GPU backend allocates it so the driver knows it.
+class PinnedResource final : public MemoryResource {
+ public:
+  PinnedResource() : backend_(find_backend(DeviceType::CUDA)) {
+    if (backend_ == nullptr) backend_ = &strata::backend(DeviceType::CPU);
+  }
+  Device device() const override { return kCPU; }
+  void* allocate(std::size_t bytes) override { return backend_->allocate_pinned(bytes); }
+  void free(void* ptr, std::size_t) override { backend_->free_pinned(ptr); }
+  MemoryInfo memory_info() const override { return strata::backend(DeviceType::CPU).memory_info(0); }
+
+ private:
+  Backend* backend_;
+};
+
+}  // namespace
+
+CachingAllocator& pinned_allocator() {
+  static CachingAllocator allocator(std::make_unique<PinnedResource>());
+  return allocator;
+}
+
+DataPtr allocate_pinned(std::size_t bytes) { return pinned_allocator().allocate(bytes); }
+
+}  // namespace strata

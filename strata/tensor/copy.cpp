@@ -1,0 +1,112 @@
+// Moving tensors between devices and dtypes, and reading their values on the host.
+
+#include <cstring>
+
+#include "strata/core/error.h"
+#include "strata/ops/checks.h"
+#include "strata/runtime/kernel_assert.h"
+#include "strata/runtime/registry.h"
+#include "strata/runtime/transfer.h"
+#include "strata/tensor/factories.h"
+#include "strata/tensor/op_call.h"
+
+namespace strata {
+
+namespace {
+const ops::KernelSlot<ops::CopyFn> copy_slot("copy");
+}
+
+Tensor Tensor::to(Device device, bool non_blocking) const {
+  if (resolve(device) == this->device()) return *this;
+  return copy_to(device, non_blocking);
+}
+
+Tensor Tensor::to(DType dtype) const {
+  if (dtype == dtype_) return *this;
+  Tensor out = empty(shape_, TensorOptions(dtype).device(device()));
+  out.copy_(*this);
+  return out;
+}
+
+// Note [Copies between devices]
+// A copy between devices moves the bytes of a contiguous tensor with one backend copy on the GPU side's current
+// stream, and is counted (runtime/transfer.h). Host-to-device copies are asynchronous only when asked for
+// (non_blocking) and the source is pinned, as in PyTorch; device-to-host copies always wait, so the values are
+// there when the call returns, and the wait is counted as a synchronisation.
+Tensor Tensor::copy_to(Device device, bool non_blocking) const {
+  STRATA_CHECK(defined(), InvalidArgumentError, "copy_to: the tensor is undefined");
+  device = resolve(device);
+  check_device(device);
+  const Tensor src = contiguous();
+  Tensor out = empty(shape_, TensorOptions(dtype_).device(device));
+  const Device gpu_side = device.is_cpu() ? src.device() : device;
+  const bool blocking = !(non_blocking && src.device().is_cpu() && src.is_pinned()) || device.is_cpu();
+  NativeStream stream = gpu_side.is_cpu() ? nullptr : current_stream(gpu_side).native();
+  copy_bytes(out.data_ptr(), device, src.data_ptr(), src.device(), static_cast<std::size_t>(numel()) * element_size(),
+             stream, blocking);
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape_, TensorOptions(dtype_).device(device()));
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  const TensorView out_view = view();
+  const TensorView src_view = src.view();
+  ops::check_same_device("copy_", {&out_view, &src_view});
+  if (numel() == 0) return *this;
+  copy_slot.get(device())(detail::op_call("copy_", device()), out_view, ops::broadcast_to("copy_", src_view, shape_));
+  return *this;
+}
+
+Tensor Tensor::pin_memory() const {
+  STRATA_CHECK(device().is_cpu(), InvalidArgumentError, "pin_memory: only CPU tensors can be pinned, not one on {}",
+               device());
+  if (is_pinned()) return *this;
+  Tensor out = empty(shape_, TensorOptions(dtype_).pinned());
+  out.copy_(*this);
+  return out;
+}
+
+bool Tensor::is_pinned() const { return storage_ && storage_->pinned; }
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  const Tensor host = to(kCPU).to(dtype_of<T>).contiguous();
+  std::vector<T> values(static_cast<std::size_t>(host.numel()));
+  if constexpr (std::is_same_v<T, bool>) {
+    const auto* bytes = host.data<std::uint8_t>();
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = bytes[i] != 0;
+  } else {
+    if (!values.empty()) std::memcpy(values.data(), host.data_ptr(), values.size() * sizeof(T));
+  }
+  return values;
+}
+
+template std::vector<bool> Tensor::to_vector<bool>() const;
+template std::vector<std::uint8_t> Tensor::to_vector<std::uint8_t>() const;
+template std::vector<std::int32_t> Tensor::to_vector<std::int32_t>() const;
+template std::vector<std::int64_t> Tensor::to_vector<std::int64_t>() const;
+template std::vector<Half> Tensor::to_vector<Half>() const;
+template std::vector<BFloat16> Tensor::to_vector<BFloat16>() const;
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+
+Scalar Tensor::item() const {
+  STRATA_CHECK(numel() == 1, ShapeError, "item: the tensor must have exactly one element, but has shape {} ({})",
+               shape_, numel());
+  const Tensor host = to(kCPU);
+  return visit_dtype(dtype_, [&](auto zero) -> Scalar {
+    using T = decltype(zero);
+    T value;
+    std::memcpy(&value, host.data_ptr(), sizeof(T));
+    return Scalar(value);
+  });
+}
+
+}  // namespace strata

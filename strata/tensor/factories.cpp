@@ -1,0 +1,57 @@
+#include "strata/tensor/factories.h"
+
+#include <cstring>
+
+#include "strata/core/error.h"
+#include "strata/runtime/pinned.h"
+#include "strata/runtime/registry.h"
+#include "strata/tensor/op_call.h"
+
+namespace strata {
+
+namespace {
+const ops::KernelSlot<ops::FillFn> fill_slot("fill");
+}
+
+Tensor empty(const Shape& shape, TensorOptions options) {
+  for (int64_t d : shape) {
+    STRATA_CHECK(d >= 0, ShapeError, "empty: negative dimension {} in shape {}", d, shape);
+  }
+  const Device device = resolve(options.device_);
+  STRATA_CHECK(!options.pinned_ || device.is_cpu(), InvalidArgumentError,
+               "empty: only CPU tensors can be pinned, not tensors on {}", device);
+  auto storage = std::make_shared<Storage>();
+  storage->nbytes = static_cast<std::size_t>(numel(shape)) * dtype_size(options.dtype_);
+  storage->device = device;
+  storage->pinned = options.pinned_;
+  storage->data = options.pinned_ ? allocate_pinned(storage->nbytes) : allocate(device, storage->nbytes);
+  return Tensor(std::move(storage), options.dtype_, shape, contiguous_strides(shape), 0);
+}
+
+Tensor full(const Shape& shape, const Scalar& value, TensorOptions options) {
+  Tensor t = empty(shape, options);
+  t.fill_(value);
+  return t;
+}
+
+Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0, options); }
+Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1, options); }
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), TensorOptions(t.dtype()).device(t.device())); }
+
+Tensor scalar_tensor(const Scalar& value, TensorOptions options) { return full({}, value, options); }
+
+Tensor from_blob(const void* data, const Shape& shape, DType dtype, Device device) {
+  Tensor host = empty(shape, dtype);
+  std::memcpy(host.data_ptr(), data, host.storage()->nbytes);
+  return host.to(device);
+}
+
+Tensor& Tensor::fill_(const Scalar& value) {
+  if (numel() == 0) return *this;
+  fill_slot.get(device())(detail::op_call("fill", device()), view(), value);
+  return *this;
+}
+
+}  // namespace strata

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <source_location>
+
+#include "strata/ops/kernel_table.h"
+#include "strata/runtime/stream.h"
+
+namespace strata::detail {
+
+/// The OpCall for running `op` on `device`'s current stream.
+inline ops::OpCall op_call(const char* op, Device device,
+                           std::source_location where = std::source_location::current()) {
+  return {op, device, device.is_cpu() ? nullptr : current_stream(device).native(), where};
+}
+
+}  // namespace strata::detail

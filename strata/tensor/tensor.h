@@ -1,0 +1,122 @@
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strata/core/device.h"
+#include "strata/core/dtype.h"
+#include "strata/core/scalar.h"
+#include "strata/core/shape.h"
+#include "strata/core/tensor_view.h"
+#include "strata/runtime/allocator.h"
+
+namespace strata {
+
+/// Memory shared by a tensor and all its views: one allocation on one device.
+struct Storage {
+  DataPtr data;
+  std::size_t nbytes = 0;
+  Device device{};
+  bool pinned = false;  // page-locked host memory (see TensorOptions::pinned)
+};
+
+/// An n-dimensional array on a device. Copying a Tensor shares its data (like torch::Tensor); views (transpose,
+/// narrow, reshape of contiguous data...) share the storage with a different shape, strides and offset.
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides, int64_t offset);
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return storage_ ? storage_->device : Device{}; }
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  int64_t offset() const { return offset_; }
+  int64_t dim() const { return shape_.ssize(); }
+  int64_t numel() const { return strata::numel(shape_); }
+  /// Size of dimension d; negative d counts from the end.
+  int64_t size(int64_t d) const;
+  int64_t stride(int64_t d) const;
+  std::size_t element_size() const { return dtype_size(dtype_); }
+  bool is_contiguous() const;
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  bool shares_storage(const Tensor& other) const { return storage_ && storage_ == other.storage_; }
+  /// Pointer to the first element (host-readable only for CPU tensors).
+  void* data_ptr() const;
+  template <typename T>
+  T* data() const {
+    return static_cast<T*>(data_ptr());
+  }
+  /// What ops and kernels see of this tensor.
+  TensorView view() const;
+
+  // --- devices and dtypes (tensor/copy.cpp) ---
+  /// Returns this very tensor when it is already on `device`, else a copy there (see ARCHITECTURE.md).
+  Tensor to(Device device, bool non_blocking = false) const;
+  /// Returns this tensor when it already has `dtype`, else a converted copy.
+  Tensor to(DType dtype) const;
+  /// Always allocates new memory on `device` and copies into it.
+  Tensor copy_to(Device device, bool non_blocking = false) const;
+  Tensor cpu() const { return to(kCPU); }
+  Tensor clone() const;
+  /// This tensor when contiguous, else a contiguous copy.
+  Tensor contiguous() const;
+  /// Copies src (broadcast to this shape, converted to this dtype) into this tensor; both on the same device.
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(const Scalar& value);
+  /// Host memory that the device can copy from asynchronously (a CPU tensor in pinned memory).
+  Tensor pin_memory() const;
+  bool is_pinned() const;
+
+  // --- reading values on the host (synchronise, counted; tensor/copy.cpp) ---
+  template <typename T>
+  std::vector<T> to_vector() const;
+  /// The single value of a one-element tensor.
+  Scalar item() const;
+  template <typename T>
+  T item() const {
+    return item().to<T>();
+  }
+
+  // --- views (tensor/views.cpp) ---
+  Tensor view(const Shape& shape) const;  // -1 allowed once; needs compatible strides
+  Tensor reshape(const Shape& shape) const;  // a view when possible, else a copy
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor t() const { return transpose(0, 1); }
+  Tensor permute(const Shape& dims) const;
+  Tensor narrow(int64_t d, int64_t start, int64_t length) const;
+  Tensor select(int64_t d, int64_t index) const;
+  /// Python-style slice [start, end) with step > 0 along d; negative start/end count from the end.
+  Tensor slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step = 1) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t d) const;
+  Tensor unsqueeze(int64_t d) const;
+  Tensor expand(const Shape& shape) const;  // -1 keeps a size; new leading dims allowed
+  Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+
+  // --- printing (tensor/print.cpp) ---
+  /// Values (summarised when large) and a trailer such as `<Tensor 2x3 f32 @cuda:0>`.
+  std::string str() const;
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  DType dtype_ = DType::F32;
+  Shape shape_;
+  Strides strides_;
+  int64_t offset_ = 0;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+/// Wraps a negative dimension index and checks it against `dim`; `op` names the caller for the error.
+int64_t wrap_dim(int64_t d, int64_t dim, const char* op);
+
+}  // namespace strata
