@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <source_location>
+#include <type_traits>
 
 #include "strata/core/device.h"
 #include "strata/core/error.h"
@@ -84,7 +85,11 @@ STRATA_HOST_DEVICE inline void report_assert(const KernelAssertContext& ctx, int
 template <typename T>
 STRATA_HOST_DEVICE inline void atomic_add(T* address, T value) {
 #if defined(__CUDA_ARCH__)
-  atomicAdd(address, value);
+  if constexpr (std::is_same_v<T, int64_t>) {  // CUDA has no signed 64-bit atomicAdd; two's complement agrees
+    atomicAdd(reinterpret_cast<unsigned long long*>(address), static_cast<unsigned long long>(value));
+  } else {
+    atomicAdd(address, value);
+  }
 #else
   std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
 #endif

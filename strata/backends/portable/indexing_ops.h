@@ -1,0 +1,182 @@
+#pragma once
+
+// Indexing with data, written once; instantiated by backends/cpu/indexing_ops.cpp and backends/cuda/indexing_ops.cu.
+// Operands are contiguous (see ops/indexing_kernels.h); out-of-range indices are device-side asserts.
+
+#include "strata/backends/portable/copy_fill.h"
+#include "strata/ops/indexing_kernels.h"
+
+namespace strata::portable {
+inline namespace STRATA_KERNEL_NS {
+
+/// Row-major shape of up to kMaxDims dims, device-copyable.
+struct SmallShape {
+  int ndim = 0;
+  int64_t size[kernels::kMaxDims] = {};
+  int64_t stride[kernels::kMaxDims] = {};
+
+  static SmallShape of(const TensorView& v) {
+    STRATA_CHECK(v.dim() <= kernels::kMaxDims, ShapeError, "indexing supports at most {} dimensions, got {}",
+                 kernels::kMaxDims, v.shape);
+    SmallShape s;
+    s.ndim = static_cast<int>(v.dim());
+    const Strides strides = contiguous_strides(v.shape);
+    for (int d = 0; d < s.ndim; ++d) {
+      s.size[d] = v.shape[d];
+      s.stride[d] = strides[d];
+    }
+    return s;
+  }
+};
+
+inline int64_t prod(const Shape& shape, int64_t begin, int64_t end) {
+  int64_t n = 1;
+  for (int64_t d = begin; d < end; ++d) n *= shape[d];
+  return n;
+}
+
+template <typename T>
+struct IndexSelectBody {
+  T* out;
+  const T* in;
+  const int64_t* index;
+  int64_t count, size, inner;
+  KernelAssertContext check;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t k = i % inner;
+    const int64_t j = (i / inner) % count;
+    const int64_t o = i / (inner * count);
+    const int64_t at = index[j];
+    STRATA_KERNEL_ASSERT(check, at >= 0 && at < size, j, at, size);
+    if (at >= 0 && at < size) out[i] = in[(o * size + at) * inner + k];
+  }
+};
+
+template <typename T>
+struct IndexSelect {
+  static void run(const ops::OpCall& call, const TensorView& out, const TensorView& in, const TensorView& index,
+                  int64_t dim) {
+    const kernels::LaunchSite site = site_of(call, "index_select");
+    const int64_t size = in.shape[dim];
+    const int64_t inner = prod(in.shape, dim + 1, in.dim());
+    kernels::forall(site, out.numel(),
+                    IndexSelectBody<T>{out.ptr<T>(), in.ptr<T>(), index.ptr<int64_t>(), index.numel(), size, inner,
+                                       site.asserts("index out of range for the selected dimension")});
+  }
+};
+
+inline void index_select_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in,
+                                const TensorView& index, int64_t dim) {
+  kernels::dispatch<IndexSelect>(in.dtype, call, out, in, index, dim);
+}
+
+// Offset in `target` of the element at `i` of `index_shape`, with coordinate `dim` replaced by `at`.
+STRATA_HOST_DEVICE inline int64_t redirected_offset(int64_t i, const SmallShape& index_shape,
+                                                    const SmallShape& target, int64_t dim, int64_t at) {
+  int64_t offset = 0;
+  for (int d = index_shape.ndim - 1; d >= 0; --d) {
+    const int64_t coord = i % index_shape.size[d];
+    i /= index_shape.size[d];
+    offset += (d == dim ? at : coord) * target.stride[d];
+  }
+  return offset;
+}
+
+template <typename T>
+struct GatherBody {
+  T* out;
+  const T* in;
+  const int64_t* index;
+  SmallShape index_shape, in_shape;
+  int64_t dim;
+  KernelAssertContext check;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t at = index[i];
+    const int64_t size = in_shape.size[dim];
+    STRATA_KERNEL_ASSERT(check, at >= 0 && at < size, i, at, size);
+    if (at >= 0 && at < size) out[i] = in[redirected_offset(i, index_shape, in_shape, dim, at)];
+  }
+};
+
+template <typename T>
+struct Gather {
+  static void run(const ops::OpCall& call, const TensorView& out, const TensorView& in, const TensorView& index,
+                  int64_t dim) {
+    const kernels::LaunchSite site = site_of(call, "gather");
+    kernels::forall(site, out.numel(),
+                    GatherBody<T>{out.ptr<T>(), in.ptr<T>(), index.ptr<int64_t>(), SmallShape::of(index),
+                                  SmallShape::of(in), dim, site.asserts("index out of range for the gathered dimension")});
+  }
+};
+
+inline void gather_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in,
+                          const TensorView& index, int64_t dim) {
+  kernels::dispatch<Gather>(in.dtype, call, out, in, index, dim);
+}
+
+template <typename T>
+struct ScatterAddBody {
+  T* out;
+  const int64_t* index;
+  const T* src;
+  SmallShape index_shape, out_shape, src_shape;
+  int64_t dim;
+  KernelAssertContext check;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t at = index[i];
+    const int64_t size = out_shape.size[dim];
+    STRATA_KERNEL_ASSERT(check, at >= 0 && at < size, i, at, size);
+    if (at < 0 || at >= size) return;
+    int64_t rest = i, src_offset = 0;
+    for (int d = index_shape.ndim - 1; d >= 0; --d) {
+      src_offset += (rest % index_shape.size[d]) * src_shape.stride[d];
+      rest /= index_shape.size[d];
+    }
+    kernels::atomic_add(out + redirected_offset(i, index_shape, out_shape, dim, at), src[src_offset]);
+  }
+};
+
+template <typename T>
+struct ScatterAdd {
+  static void run(const ops::OpCall& call, const TensorView& out, const TensorView& index, const TensorView& src,
+                  int64_t dim) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
+                  std::is_same_v<T, int64_t>) {
+      const kernels::LaunchSite site = site_of(call, "scatter_add");
+      kernels::forall(site, index.numel(),
+                      ScatterAddBody<T>{out.ptr<T>(), index.ptr<int64_t>(), src.ptr<T>(), SmallShape::of(index),
+                                        SmallShape::of(out), SmallShape::of(src), dim,
+                                        site.asserts("index out of range for the scattered dimension")});
+    } else {
+      STRATA_THROW(DTypeError, "{}: dtype {} is not supported; use f32, f64, i32 or i64", call.op, dtype_of<T>);
+    }
+  }
+};
+
+inline void scatter_add_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& index,
+                               const TensorView& src, int64_t dim) {
+  kernels::dispatch<ScatterAdd>(out.dtype, call, out, index, src, dim);
+}
+
+struct OneHotBody {
+  int64_t* out;
+  const int64_t* labels;
+  int64_t classes;
+  KernelAssertContext check;
+  STRATA_HOST_DEVICE void operator()(int64_t n) const {
+    const int64_t c = labels[n];
+    STRATA_KERNEL_ASSERT(check, c >= 0 && c < classes, n, c, classes);
+    if (c >= 0 && c < classes) out[n * classes + c] = 1;
+  }
+};
+
+inline void one_hot_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& labels,
+                           int64_t num_classes) {
+  const kernels::LaunchSite site = site_of(call, "one_hot");
+  kernels::forall(site, labels.numel(),
+                  OneHotBody{out.ptr<int64_t>(), labels.ptr<int64_t>(), num_classes,
+                             site.asserts("class label out of range [0, num_classes)")});
+}
+
+}  // namespace STRATA_KERNEL_NS
+}  // namespace strata::portable

@@ -1,0 +1,22 @@
+#pragma once
+
+#include "strata/ops/kernel_table.h"
+
+namespace strata::ops {
+
+// Indexing kernels take contiguous operands and i64 indices; the tensors layer prepares them (tensor/indexing.cpp).
+// Every index is checked in the kernel with STRATA_KERNEL_ASSERT (see Note [Device-side asserts]).
+
+/// out[o, j, i] = in[o, index[j], i] with in viewed as [outer, size, inner].
+using IndexSelectFn = void(const OpCall&, const TensorView& out, const TensorView& in, const TensorView& index,
+                           int64_t dim);
+/// out[p] = in[p with p[dim] replaced by index[p]]; out has index's shape.
+using GatherFn = void(const OpCall&, const TensorView& out, const TensorView& in, const TensorView& index,
+                      int64_t dim);
+/// out[p with p[dim] replaced by index[p]] += src[p] for every p of index's shape (atomically).
+using ScatterAddFn = void(const OpCall&, const TensorView& out, const TensorView& index, const TensorView& src,
+                          int64_t dim);
+/// out[n, labels[n]] = 1 with out zero-filled, viewed as [N, num_classes].
+using OneHotFn = void(const OpCall&, const TensorView& out, const TensorView& labels, int64_t num_classes);
+
+}  // namespace strata::ops

@@ -1,0 +1,109 @@
+// index_select, gather, scatter_add, one_hot: validation here, kernels in backends/portable/indexing_ops.h.
+
+#include <algorithm>
+
+#include "strata/core/error.h"
+#include "strata/ops/checks.h"
+#include "strata/ops/indexing_kernels.h"
+#include "strata/tensor/factories.h"
+#include "strata/tensor/functions.h"
+#include "strata/tensor/op_call.h"
+
+namespace strata {
+
+namespace {
+
+const ops::KernelSlot<ops::IndexSelectFn> index_select_slot("index_select");
+const ops::KernelSlot<ops::GatherFn> gather_slot("gather");
+const ops::KernelSlot<ops::ScatterAddFn> scatter_add_slot("scatter_add");
+const ops::KernelSlot<ops::OneHotFn> one_hot_slot("one_hot");
+
+// Indices are i64 and contiguous inside the kernels; i32 indices are widened.
+Tensor as_index(const char* op, const Tensor& index, const char* what) {
+  STRATA_CHECK(index.dtype() == DType::I64 || index.dtype() == DType::I32, DTypeError,
+               "{}: {} must be an i64 or i32 tensor, got {}", op, what, index.dtype());
+  return index.to(DType::I64).contiguous();
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
+  constexpr const char* op = "index_select";
+  const TensorView av = a.view(), iv = index.view();
+  ops::check_same_device(op, {&av, &iv});
+  STRATA_CHECK(index.dim() <= 1, ShapeError, "{}: index must be 0-D or 1-D, got shape {}", op, index.shape());
+  dim = ops::wrap_dim(op, dim, a.dim());
+  STRATA_CHECK(a.dim() > 0, ShapeError, "{}: cannot select from a 0-D tensor", op);
+  const Tensor idx = as_index(op, index, "index");
+  Shape shape = a.shape();
+  shape[dim] = idx.numel();
+  Tensor out = empty(shape, TensorOptions(a.dtype()).device(a.device()));
+  if (out.numel() == 0) return out;
+  STRATA_CHECK(a.size(dim) > 0, IndexError, "{}: index into dimension {} of size 0", op, dim);
+  const Tensor in = a.contiguous();
+  index_select_slot.get(a.device())(detail::op_call(op, a.device()), out.view(), in.view(), idx.view(), dim);
+  return out;
+}
+
+Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
+  constexpr const char* op = "gather";
+  const TensorView av = a.view(), iv = index.view();
+  ops::check_same_device(op, {&av, &iv});
+  dim = ops::wrap_dim(op, dim, a.dim());
+  STRATA_CHECK(index.dim() == a.dim(), ShapeError, "{}: index must have as many dimensions as the input ({}), got {}",
+               op, a.shape(), index.shape());
+  for (int64_t d = 0; d < a.dim(); ++d) {
+    STRATA_CHECK(d == dim || index.size(d) <= a.size(d), ShapeError,
+                 "{}: index shape {} exceeds input shape {} in dimension {}", op, index.shape(), a.shape(), d);
+  }
+  const Tensor idx = as_index(op, index, "index");
+  Tensor out = empty(index.shape(), TensorOptions(a.dtype()).device(a.device()));
+  if (out.numel() == 0) return out;
+  const Tensor in = a.contiguous();
+  gather_slot.get(a.device())(detail::op_call(op, a.device()), out.view(), in.view(), idx.view(), dim);
+  return out;
+}
+
+Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src) {
+  constexpr const char* op = "scatter_add";
+  const TensorView av = a.view(), iv = index.view(), sv = src.view();
+  ops::check_same_device(op, {&av, &iv, &sv});
+  dim = ops::wrap_dim(op, dim, a.dim());
+  STRATA_CHECK(src.dtype() == a.dtype(), DTypeError, "{}: src has dtype {} but the input has {}", op, src.dtype(),
+               a.dtype());
+  STRATA_CHECK(index.dim() == a.dim() && src.dim() == a.dim(), ShapeError,
+               "{}: input {}, index {} and src {} must have the same number of dimensions", op, a.shape(),
+               index.shape(), src.shape());
+  for (int64_t d = 0; d < a.dim(); ++d) {
+    STRATA_CHECK(index.size(d) <= src.size(d) && (d == dim || index.size(d) <= a.size(d)), ShapeError,
+                 "{}: index shape {} exceeds src {} or input {} in dimension {}", op, index.shape(), src.shape(),
+                 a.shape(), d);
+  }
+  const Tensor idx = as_index(op, index, "index");
+  Tensor out = a.clone();
+  if (idx.numel() == 0) return out;
+  const Tensor s = src.contiguous();
+  scatter_add_slot.get(a.device())(detail::op_call(op, a.device()), out.view(), idx.view(), s.view(), dim);
+  return out;
+}
+
+Tensor one_hot(const Tensor& labels, int64_t num_classes) {
+  constexpr const char* op = "one_hot";
+  const Tensor idx = as_index(op, labels, "labels");
+  if (num_classes < 0) {
+    // As in PyTorch: infer from the data (this reads the maximum on the host).
+    STRATA_CHECK(idx.numel() > 0, InvalidArgumentError, "{}: cannot infer num_classes from empty labels", op);
+    const auto values = idx.to_vector<int64_t>();
+    num_classes = *std::max_element(values.begin(), values.end()) + 1;
+  }
+  STRATA_CHECK(num_classes > 0 || idx.numel() == 0, InvalidArgumentError, "{}: num_classes must be positive, got {}",
+               op, num_classes);
+  Shape shape = labels.shape();
+  shape.push_back(num_classes);
+  Tensor out = zeros(shape, TensorOptions(DType::I64).device(labels.device()));
+  if (idx.numel() == 0) return out;
+  one_hot_slot.get(labels.device())(detail::op_call(op, labels.device()), out.view(), idx.view(), num_classes);
+  return out;
+}
+
+}  // namespace strata

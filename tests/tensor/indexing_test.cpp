@@ -1,0 +1,115 @@
+#include <gtest/gtest.h>
+
+#include "strata/core/error.h"
+#include "strata/runtime/stream.h"
+#include "strata/tensor/factories.h"
+#include "strata/tensor/functions.h"
+#include "test_devices.h"
+
+namespace strata {
+namespace {
+
+class Indexing : public ::testing::TestWithParam<Device> {
+ protected:
+  Device device() const { return GetParam(); }
+  // Runs an op whose kernel should fail, and waits for its device-side assert.
+  template <typename F>
+  std::string assert_message(F&& f) {
+    try {
+      f();
+      synchronize(device());
+    } catch (const DeviceAssertError& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+TEST_P(Indexing, IndexSelectPicksRowsAndColumns) {
+  const Tensor a = tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3}, device());
+  const Tensor cols = tensor<int64_t>({2, 0, 2}, {}, device());
+  EXPECT_EQ(index_select(a, 1, cols).to_vector<float>(), (std::vector<float>{3, 1, 3, 6, 4, 6}));
+  const Tensor rows = tensor<int32_t>({1}, {}, device());
+  const Tensor picked = index_select(a, 0, rows);
+  EXPECT_EQ(picked.shape(), (Shape{1, 3}));
+  EXPECT_EQ(picked.to_vector<float>(), (std::vector<float>{4, 5, 6}));
+}
+
+TEST_P(Indexing, IndexSelectOnNonContiguousInput) {
+  // The transpose of [[1,2,3],[4,5,6]] built by strides: [[1,4],[2,5],[3,6]].
+  const Tensor a = tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3}, device());
+  const Tensor t(a.storage(), DType::F32, {3, 2}, {1, 3}, 0);
+  const Tensor out = index_select(t, 0, tensor<int64_t>({2, 1}, {}, device()));
+  EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{3, 6, 2, 5}));
+}
+
+TEST_P(Indexing, OutOfRangeIndexIsADeviceAssertNamingTheValue) {
+  const Tensor a = zeros({4, 5}, TensorOptions().device(device()));
+  const std::string message =
+      assert_message([&] { index_select(a, 0, tensor<int64_t>({0, 7, 1, 9}, {}, device())); });
+  ASSERT_FALSE(message.empty()) << "no DeviceAssertError";
+  EXPECT_NE(message.find("index_select"), std::string::npos) << message;
+  EXPECT_NE(message.find("value 7"), std::string::npos) << message;
+  EXPECT_NE(message.find("[0, 4)"), std::string::npos) << message;
+  EXPECT_NE(message.find("indexing.cpp"), std::string::npos) << message;
+  // Reported once: the slot is clear again and later work runs normally.
+  synchronize(device());
+  EXPECT_EQ(index_select(a, 0, tensor<int64_t>({3}, {}, device())).numel(), 5);
+}
+
+TEST_P(Indexing, GatherAlongLastDim) {
+  const Tensor a = tensor<float>({10, 11, 12, 20, 21, 22}, {2, 3}, device());
+  const Tensor idx = tensor<int64_t>({2, 0, 1, 1}, {2, 2}, device());
+  EXPECT_EQ(gather(a, 1, idx).to_vector<float>(), (std::vector<float>{12, 10, 21, 21}));
+  EXPECT_EQ(gather(a, 0, tensor<int64_t>({1, 0, 1}, {1, 3}, device())).to_vector<float>(),
+            (std::vector<float>{20, 11, 22}));
+}
+
+TEST_P(Indexing, GatherRejectsMismatchedRank) {
+  const Tensor a = zeros({2, 3}, TensorOptions().device(device()));
+  EXPECT_THROW(gather(a, 1, tensor<int64_t>({0, 1}, {}, device())), ShapeError);
+  EXPECT_THROW(gather(a, 1, tensor<float>({0, 1}, {1, 2}, device())), DTypeError);
+}
+
+TEST_P(Indexing, ScatterAddAccumulatesDuplicates) {
+  const Tensor base = zeros({5}, TensorOptions().device(device()));
+  const Tensor idx = tensor<int64_t>({0, 1, 0, 4, 0}, {}, device());
+  const Tensor src = tensor<float>({1, 2, 3, 4, 5}, {}, device());
+  EXPECT_EQ(scatter_add(base, 0, idx, src).to_vector<float>(), (std::vector<float>{9, 2, 0, 0, 4}));
+  EXPECT_EQ(base.to_vector<float>(), (std::vector<float>(5, 0.0f))) << "scatter_add must not modify its input";
+}
+
+TEST_P(Indexing, ScatterAddIn2DAlongDim1) {
+  const Tensor base = zeros({2, 3}, TensorOptions(DType::I64).device(device()));
+  const Tensor idx = tensor<int64_t>({2, 2, 0, 1}, {2, 2}, device());
+  const Tensor src = tensor<int64_t>({1, 2, 3, 4}, {2, 2}, device());
+  EXPECT_EQ(scatter_add(base, 1, idx, src).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 3, 3, 4, 0}));
+}
+
+TEST_P(Indexing, OneHotOfLabels) {
+  const Tensor labels = tensor<int64_t>({2, 0, 1}, {}, device());
+  const Tensor out = one_hot(labels, 3);
+  EXPECT_EQ(out.shape(), (Shape{3, 3}));
+  EXPECT_EQ(out.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1, 1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(one_hot(labels, -1).shape(), (Shape{3, 3})) << "num_classes inferred from the data";
+}
+
+TEST_P(Indexing, OneHotOutOfRangeLabelIsADeviceAssert) {
+  const std::string message = assert_message([&] { one_hot(tensor<int64_t>({0, 5, 1}, {}, device()), 3); });
+  ASSERT_FALSE(message.empty());
+  EXPECT_NE(message.find("one_hot"), std::string::npos) << message;
+  EXPECT_NE(message.find("value 5"), std::string::npos) << message;
+  EXPECT_NE(message.find("element 1"), std::string::npos) << message;
+}
+
+TEST_P(Indexing, ZeroSizeIndexGivesEmptyResult) {
+  const Tensor a = zeros({4, 2}, TensorOptions().device(device()));
+  const Tensor none = empty({0}, TensorOptions(DType::I64).device(device()));
+  EXPECT_EQ(index_select(a, 0, none).shape(), (Shape{0, 2}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Indexing, ::testing::ValuesIn(testing::available_devices()),
+                         [](const auto& info) { return testing::device_test_name(info.param); });
+
+}  // namespace
+}  // namespace strata
