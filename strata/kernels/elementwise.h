@@ -16,6 +16,10 @@ namespace strata::kernels {
 
 inline constexpr int kMaxDims = 8;
 
+// Everything below is compiled differently by g++ and nvcc: the inline namespace gives the two versions different
+// symbol names, so libstrata and the CUDA plugin can never bind to each other's copy.
+inline namespace STRATA_KERNEL_NS {
+
 /// Converts between any two element types (f16/bf16 go through f32; bool is "non-zero").
 template <typename To, typename From>
 STRATA_HOST_DEVICE inline To convert(From x) {
@@ -245,4 +249,5 @@ void dispatch(DType dtype, Args&&... args) {
   }
 }
 
+}  // inline namespace STRATA_KERNEL_NS
 }  // namespace strata::kernels

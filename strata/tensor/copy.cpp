@@ -22,8 +22,8 @@ Tensor Tensor::to(Device device, bool non_blocking) const {
 }
 
 Tensor Tensor::to(DType dtype) const {
-  if (dtype == dtype_) return *this;
-  Tensor out = empty(shape_, TensorOptions(dtype).device(device()));
+  if (dtype == this->dtype()) return *this;
+  Tensor out = empty(shape(), TensorOptions(dtype).device(device()));
   out.copy_(*this);
   return out;
 }
@@ -38,7 +38,7 @@ Tensor Tensor::copy_to(Device device, bool non_blocking) const {
   device = resolve(device);
   check_device(device);
   const Tensor src = contiguous();
-  Tensor out = empty(shape_, TensorOptions(dtype_).device(device));
+  Tensor out = empty(shape(), TensorOptions(dtype()).device(device));
   const Device gpu_side = device.is_cpu() ? src.device() : device;
   const bool blocking = !(non_blocking && src.device().is_cpu() && src.is_pinned()) || device.is_cpu();
   NativeStream stream = gpu_side.is_cpu() ? nullptr : current_stream(gpu_side).native();
@@ -48,7 +48,7 @@ Tensor Tensor::copy_to(Device device, bool non_blocking) const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor out = empty(shape_, TensorOptions(dtype_).device(device()));
+  Tensor out = empty(shape(), TensorOptions(dtype()).device(device()));
   out.copy_(*this);
   return out;
 }
@@ -60,7 +60,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   const TensorView src_view = src.view();
   ops::check_same_device("copy_", {&out_view, &src_view});
   if (numel() == 0) return *this;
-  copy_slot.get(device())(detail::op_call("copy_", device()), out_view, ops::broadcast_to("copy_", src_view, shape_));
+  copy_slot.get(device())(detail::op_call("copy_", device()), out_view, ops::broadcast_to("copy_", src_view, shape()));
   return *this;
 }
 
@@ -68,12 +68,12 @@ Tensor Tensor::pin_memory() const {
   STRATA_CHECK(device().is_cpu(), InvalidArgumentError, "pin_memory: only CPU tensors can be pinned, not one on {}",
                device());
   if (is_pinned()) return *this;
-  Tensor out = empty(shape_, TensorOptions(dtype_).pinned());
+  Tensor out = empty(shape(), TensorOptions(dtype()).pinned());
   out.copy_(*this);
   return out;
 }
 
-bool Tensor::is_pinned() const { return storage_ && storage_->pinned; }
+bool Tensor::is_pinned() const { return storage() && storage()->pinned; }
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
@@ -99,9 +99,9 @@ template std::vector<double> Tensor::to_vector<double>() const;
 
 Scalar Tensor::item() const {
   STRATA_CHECK(numel() == 1, ShapeError, "item: the tensor must have exactly one element, but has shape {} ({})",
-               shape_, numel());
+               shape(), numel());
   const Tensor host = to(kCPU);
-  return visit_dtype(dtype_, [&](auto zero) -> Scalar {
+  return visit_dtype(dtype(), [&](auto zero) -> Scalar {
     using T = decltype(zero);
     T value;
     std::memcpy(&value, host.data_ptr(), sizeof(T));

@@ -5,30 +5,46 @@
 
 namespace strata {
 
+const Shape Tensor::kNoShape{};
+const std::shared_ptr<Storage> Tensor::kNoStorage{};
+
 Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides, int64_t offset)
-    : storage_(std::move(storage)),
-      dtype_(dtype),
-      shape_(std::move(shape)),
-      strides_(std::move(strides)),
-      offset_(offset) {}
+    : impl_(std::make_shared<TensorImpl>(
+          TensorImpl{std::move(storage), dtype, std::move(shape), std::move(strides), offset, nullptr})) {}
 
 int64_t wrap_dim(int64_t d, int64_t dim, const char* op) { return ops::wrap_dim(op, d, dim); }
 
-int64_t Tensor::size(int64_t d) const { return shape_[static_cast<std::size_t>(wrap_dim(d, dim(), "size"))]; }
+int64_t Tensor::size(int64_t d) const { return shape()[static_cast<std::size_t>(wrap_dim(d, dim(), "size"))]; }
 
 int64_t Tensor::stride(int64_t d) const {
-  return strides_[static_cast<std::size_t>(wrap_dim(d, dim(), "stride"))];
+  return strides()[static_cast<std::size_t>(wrap_dim(d, dim(), "stride"))];
 }
 
 bool Tensor::is_contiguous() const { return view().is_contiguous(); }
 
 void* Tensor::data_ptr() const {
   STRATA_CHECK(defined(), InvalidArgumentError, "data_ptr: the tensor is undefined");
-  return static_cast<char*>(storage_->data.get()) + offset_ * static_cast<int64_t>(element_size());
+  return static_cast<char*>(impl_->storage->data.get()) + impl_->offset * static_cast<int64_t>(element_size());
 }
 
 TensorView Tensor::view() const {
-  return {storage_ ? storage_->data.get() : nullptr, dtype_, device(), shape_, strides_, offset_};
+  if (!impl_) return {};
+  return {impl_->storage->data.get(), impl_->dtype, impl_->storage->device, impl_->shape, impl_->strides,
+          impl_->offset};
+}
+
+std::shared_ptr<AutogradMeta>& Tensor::autograd_meta() const {
+  STRATA_CHECK(defined(), InvalidArgumentError, "autograd: the tensor is undefined");
+  return impl_->autograd;
+}
+
+void Tensor::set_data(const Tensor& other) {
+  STRATA_CHECK(defined() && other.defined(), InvalidArgumentError, "set_data: both tensors must be defined");
+  impl_->storage = other.impl_->storage;
+  impl_->dtype = other.impl_->dtype;
+  impl_->shape = other.impl_->shape;
+  impl_->strides = other.impl_->strides;
+  impl_->offset = other.impl_->offset;
 }
 
 }  // namespace strata

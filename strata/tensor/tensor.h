@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
@@ -25,28 +26,46 @@ struct Storage {
   bool pinned = false;  // page-locked host memory (see TensorOptions::pinned)
 };
 
-/// An n-dimensional array on a device. Copying a Tensor shares its data (like torch::Tensor); views (transpose,
-/// narrow, reshape of contiguous data...) share the storage with a different shape, strides and offset.
+struct AutogradMeta;  // defined by the autograd layer (autograd/node.h)
+
+/// What a Tensor handle points to: a view (dtype, shape, strides, offset) of a storage, plus autograd state.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  DType dtype = DType::F32;
+  Shape shape;
+  Strides strides;
+  int64_t offset = 0;
+  std::shared_ptr<AutogradMeta> autograd;
+};
+
+/// An n-dimensional array on a device. A Tensor is a handle: copies of it are the same tensor (like torch::Tensor),
+/// sharing data, shape and autograd state. Views (transpose, narrow, reshape of contiguous data...) are new tensors
+/// that share the storage with a different shape, strides and offset.
 class Tensor {
  public:
   Tensor() = default;
   Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides, int64_t offset);
 
-  bool defined() const { return storage_ != nullptr; }
-  DType dtype() const { return dtype_; }
-  Device device() const { return storage_ ? storage_->device : Device{}; }
-  const Shape& shape() const { return shape_; }
-  const Strides& strides() const { return strides_; }
-  int64_t offset() const { return offset_; }
-  int64_t dim() const { return shape_.ssize(); }
-  int64_t numel() const { return strata::numel(shape_); }
+  bool defined() const { return impl_ != nullptr; }
+  DType dtype() const { return impl_ ? impl_->dtype : DType::F32; }
+  Device device() const { return impl_ ? impl_->storage->device : Device{}; }
+  const Shape& shape() const { return impl_ ? impl_->shape : kNoShape; }
+  const Strides& strides() const { return impl_ ? impl_->strides : kNoShape; }
+  int64_t offset() const { return impl_ ? impl_->offset : 0; }
+  int64_t dim() const { return shape().ssize(); }
+  int64_t numel() const { return strata::numel(shape()); }
   /// Size of dimension d; negative d counts from the end.
   int64_t size(int64_t d) const;
   int64_t stride(int64_t d) const;
-  std::size_t element_size() const { return dtype_size(dtype_); }
+  std::size_t element_size() const { return dtype_size(dtype()); }
   bool is_contiguous() const;
-  const std::shared_ptr<Storage>& storage() const { return storage_; }
-  bool shares_storage(const Tensor& other) const { return storage_ && storage_ == other.storage_; }
+  const std::shared_ptr<Storage>& storage() const { return impl_ ? impl_->storage : kNoStorage; }
+  bool shares_storage(const Tensor& other) const { return defined() && storage() == other.storage(); }
+  /// True when both handles are the same tensor (not merely the same data).
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  /// Makes this tensor (and every handle to it) take other's data, dtype, shape and strides, keeping its identity
+  /// and autograd state: how Module::to moves parameters in place.
+  void set_data(const Tensor& other);
   /// Pointer to the first element (host-readable only for CPU tensors).
   void* data_ptr() const;
   template <typename T>
@@ -102,16 +121,34 @@ class Tensor {
   Tensor expand(const Shape& shape) const;  // -1 keeps a size; new leading dims allowed
   Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
 
+  // --- autograd (defined in autograd/engine.cpp; see Note [Autograd hooks in the tensors layer]) ---
+  bool requires_grad() const;
+  /// Marks a (floating) leaf tensor as needing its gradient; returns *this.
+  Tensor& requires_grad_(bool enable = true);
+  /// The accumulated gradient, or an undefined tensor.
+  Tensor grad() const;
+  void set_grad(const Tensor& grad);
+  bool is_leaf() const;
+  /// Name of the op that produced this tensor ("" for leaves).
+  std::string grad_fn_name() const;
+  /// Computes gradients of this tensor w.r.t. the leaves that require grad (gradient defaults to 1 for a
+  /// one-element tensor). The graph is freed unless retain_graph.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  /// The same data, cut from the graph.
+  Tensor detach() const;
+  /// Calls hook(grad) when this tensor's gradient is computed; a defined result replaces the gradient.
+  void register_hook(std::function<Tensor(const Tensor&)> hook);
+  /// The autograd state (created on demand by the autograd layer).
+  std::shared_ptr<AutogradMeta>& autograd_meta() const;
+
   // --- printing (tensor/print.cpp) ---
   /// Values (summarised when large) and a trailer such as `<Tensor 2x3 f32 @cuda:0>`.
   std::string str() const;
 
  private:
-  std::shared_ptr<Storage> storage_;
-  DType dtype_ = DType::F32;
-  Shape shape_;
-  Strides strides_;
-  int64_t offset_ = 0;
+  static const Shape kNoShape;
+  static const std::shared_ptr<Storage> kNoStorage;
+  std::shared_ptr<TensorImpl> impl_;
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

@@ -1,0 +1,212 @@
+// The backward pass: builds graph nodes for recorded ops and runs them in reverse topological order.
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "strata/autograd/grad_mode.h"
+#include "strata/autograd/node.h"
+#include "strata/core/error.h"
+#include "strata/tensor/factories.h"
+#include "strata/tensor/functions.h"
+
+namespace strata {
+
+namespace {
+
+using autograd::Edge;
+using autograd::Node;
+
+std::shared_ptr<AutogradMeta>& meta_of(const Tensor& t) { return t.autograd_meta(); }
+
+// The node an input's gradient flows to: its grad_fn, or for a leaf that requires grad its accumulator.
+Edge edge_of(const Tensor& t) {
+  auto& meta = meta_of(t);
+  if (!meta || !meta->requires_grad) return {};
+  if (meta->grad_fn) return {meta->grad_fn};
+  auto accumulator = meta->grad_accumulator.lock();
+  if (!accumulator) {
+    accumulator = std::make_shared<Node>();
+    accumulator->name = "AccumulateGrad";
+    accumulator->leaf = meta;
+    meta->grad_accumulator = accumulator;
+  }
+  return {accumulator};
+}
+
+void record_node(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward) {
+  auto node = std::make_shared<Node>();
+  node->name = op;
+  node->backward = std::move(backward);
+  node->next.reserve(inputs.size());
+  for (const Tensor& input : inputs) node->next.push_back(edge_of(input));
+  auto& meta = meta_of(output);
+  if (!meta) meta = std::make_shared<AutogradMeta>();
+  meta->requires_grad = true;
+  meta->grad_fn = std::move(node);
+}
+
+const bool installed = [] {
+  detail::set_record_fn(&record_node);
+  return true;
+}();
+
+Tensor apply_hooks(const std::vector<autograd::TensorHook>& hooks, Tensor grad) {
+  for (const auto& hook : hooks) {
+    Tensor replaced = hook(grad);
+    if (replaced.defined()) grad = std::move(replaced);
+  }
+  return grad;
+}
+
+void accumulate(AutogradMeta& meta, const Tensor& grad) {
+  const Tensor g = apply_hooks(meta.hooks, grad);
+  if (!meta.grad.defined()) {
+    // A fresh tensor, so later in-place accumulation never writes into a tensor the user still holds.
+    meta.grad = g.clone();
+  } else {
+    add_(meta.grad, g);
+  }
+}
+
+}  // namespace
+
+namespace autograd {
+
+/// Runs the backward pass from `root` with the gradient `grad`.
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  (void)installed;
+  const Edge start = edge_of(root);
+  STRATA_CHECK(start.node != nullptr, InvalidArgumentError,
+               "backward: the tensor does not require grad and has no grad_fn (did you call requires_grad_() on "
+               "the inputs, or compute it under NoGradGuard?)");
+  NoGradGuard no_grad;  // the backward pass itself is not recorded (no higher-order gradients)
+
+  // Count, for every reachable node, how many edges lead into it.
+  std::unordered_map<Node*, int> pending;
+  std::vector<Node*> stack{start.node.get()};
+  std::unordered_set<Node*> seen{start.node.get()};
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (const Edge& e : node->next) {
+      if (!e.node) continue;
+      ++pending[e.node.get()];
+      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    }
+  }
+
+  std::unordered_map<Node*, Tensor> grads{{start.node.get(), grad}};
+  std::vector<std::shared_ptr<Node>> ready{start.node};
+  while (!ready.empty()) {
+    std::shared_ptr<Node> node = std::move(ready.back());
+    ready.pop_back();
+    Tensor g = std::move(grads[node.get()]);
+    grads.erase(node.get());
+    if (g.defined()) g = apply_hooks(node->pre_hooks, std::move(g));
+    if (auto leaf = node->leaf.lock()) {
+      if (g.defined()) accumulate(*leaf, g);
+      continue;
+    }
+    std::vector<Tensor> input_grads;
+    if (g.defined()) {
+      STRATA_CHECK(!node->released, InvalidArgumentError,
+                   "backward: trying to backward through the graph of '{}' a second time; its saved values were "
+                   "freed after the first backward — pass retain_graph=true to the first call if you need to call it "
+                   "twice",
+                   node->name);
+      input_grads = node->backward(g);
+      if (!retain_graph) {
+        node->backward = nullptr;
+        node->released = true;
+      }
+    }
+    // Every edge is counted down, with or without a gradient, so that nodes reached by several paths still run.
+    for (std::size_t i = 0; i < node->next.size(); ++i) {
+      const Edge& e = node->next[i];
+      if (!e.node) continue;
+      if (i < input_grads.size() && input_grads[i].defined()) {
+        Tensor& slot = grads[e.node.get()];
+        slot = slot.defined() ? add(slot, input_grads[i]) : input_grads[i];
+      }
+      if (--pending[e.node.get()] == 0) ready.push_back(e.node);
+    }
+  }
+}
+
+}  // namespace autograd
+
+// --- Tensor's autograd members (declared in tensor/tensor.h) ---
+
+bool Tensor::requires_grad() const {
+  const auto& meta = meta_of(*this);
+  return meta && meta->requires_grad;
+}
+
+Tensor& Tensor::requires_grad_(bool enable) {
+  auto& meta = meta_of(*this);
+  if (meta && meta->grad_fn && !enable) {
+    STRATA_THROW(InvalidArgumentError,
+                 "requires_grad_(false): only leaf tensors can stop requiring grad; use detach() on the result of {}",
+                 meta->grad_fn->name);
+  }
+  if (enable) {
+    STRATA_CHECK(is_floating(dtype()), DTypeError, "requires_grad_: only floating-point tensors can require grad, "
+                 "not {}", dtype());
+  }
+  if (!meta) meta = std::make_shared<AutogradMeta>();
+  meta->requires_grad = enable;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  const auto& meta = meta_of(*this);
+  return meta ? meta->grad : Tensor();
+}
+
+void Tensor::set_grad(const Tensor& grad) {
+  auto& meta = meta_of(*this);
+  if (!meta) meta = std::make_shared<AutogradMeta>();
+  meta->grad = grad;
+}
+
+bool Tensor::is_leaf() const {
+  const auto& meta = meta_of(*this);
+  return !meta || !meta->grad_fn;
+}
+
+std::string Tensor::grad_fn_name() const {
+  const auto& meta = meta_of(*this);
+  return meta && meta->grad_fn ? meta->grad_fn->name : std::string();
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  Tensor grad = gradient;
+  if (!grad.defined()) {
+    STRATA_CHECK(numel() == 1, ShapeError,
+                 "backward: the gradient can be left out only for a one-element tensor (a loss); this one has shape "
+                 "{}, so pass the gradient explicitly",
+                 shape());
+    grad = ones(shape(), TensorOptions(dtype()).device(device()));
+  }
+  STRATA_CHECK(grad.shape() == shape(), ShapeError, "backward: gradient shape {} does not match the tensor's {}",
+               grad.shape(), shape());
+  autograd::run_backward(*this, grad, retain_graph);
+}
+
+Tensor Tensor::detach() const {
+  Tensor out(storage(), dtype(), shape(), strides(), offset());
+  return out;
+}
+
+void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {
+  auto& meta = meta_of(*this);
+  STRATA_CHECK(meta && meta->requires_grad, InvalidArgumentError,
+               "register_hook: the tensor does not require grad, so no gradient will reach the hook");
+  if (meta->grad_fn) {
+    meta->grad_fn->pre_hooks.push_back(std::move(hook));
+  } else {
+    meta->hooks.push_back(std::move(hook));
+  }
+}
+
+}  // namespace strata
