@@ -1,0 +1,372 @@
+#pragma once
+
+// The math of the elementwise ops, one functor per op (Note [Elementwise math]); the loops that apply them are in
+// elementwise_ops.h. Everything here compiles for the host and, under nvcc, for the device.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
+#include "strata/core/half.h"
+#include "strata/core/macros.h"
+#include "strata/core/scalar.h"
+#include "strata/kernels/launch.h"
+
+namespace strata::portable {
+inline namespace STRATA_KERNEL_NS {
+
+// Note [Elementwise math]
+// Each op is a functor over the compute type M = OpMath<T>: f32 for f16/bf16 (PyTorch's "opmath"), T otherwise.
+// Loops load T, convert it to M, apply the op and store the result as T, or as bool for predicates. kSupported
+// says for which storage types an op has kernels; the tensors layer never asks for others, and no kernel is
+// instantiated for them. Integer arithmetic goes through the unsigned type, so overflow wraps (as in PyTorch)
+// instead of being undefined. A scalar operand is held in M by the functor, so it reaches a GPU kernel by value.
+
+template <typename T>
+using OpMath = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+template <typename T>
+inline constexpr bool kIsBool = std::is_same_v<T, bool>;
+template <typename T>
+inline constexpr bool kIsFloat = !std::is_integral_v<T>;  // f16, bf16, f32, f64
+template <typename T>
+inline constexpr bool kIsInt = std::is_integral_v<T> && !kIsBool<T>;
+
+/// Whether an op is expensive enough per element (transcendentals) to be split across threads sooner.
+template <typename Op>
+constexpr bool costly() {
+  if constexpr (requires { Op::kCostly; }) return Op::kCostly;
+  return false;
+}
+
+namespace fmath {  // the C math functions by type, callable from host and device code
+STRATA_HOST_DEVICE inline float exp(float x) { return ::expf(x); }
+STRATA_HOST_DEVICE inline double exp(double x) { return ::exp(x); }
+STRATA_HOST_DEVICE inline float log(float x) { return ::logf(x); }
+STRATA_HOST_DEVICE inline double log(double x) { return ::log(x); }
+STRATA_HOST_DEVICE inline float sqrt(float x) { return ::sqrtf(x); }
+STRATA_HOST_DEVICE inline double sqrt(double x) { return ::sqrt(x); }
+STRATA_HOST_DEVICE inline float tanh(float x) { return ::tanhf(x); }
+STRATA_HOST_DEVICE inline double tanh(double x) { return ::tanh(x); }
+STRATA_HOST_DEVICE inline float erf(float x) { return ::erff(x); }
+STRATA_HOST_DEVICE inline double erf(double x) { return ::erf(x); }
+STRATA_HOST_DEVICE inline float fabs(float x) { return ::fabsf(x); }
+STRATA_HOST_DEVICE inline double fabs(double x) { return ::fabs(x); }
+STRATA_HOST_DEVICE inline float pow(float x, float y) { return ::powf(x, y); }
+STRATA_HOST_DEVICE inline double pow(double x, double y) { return ::pow(x, y); }
+}  // namespace fmath
+
+template <typename M>
+STRATA_HOST_DEVICE inline M wrapping_add(M a, M b) {
+  if constexpr (kIsInt<M>) {
+    using U = std::make_unsigned_t<M>;
+    return static_cast<M>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return a + b;
+  }
+}
+template <typename M>
+STRATA_HOST_DEVICE inline M wrapping_sub(M a, M b) {
+  if constexpr (kIsInt<M>) {
+    using U = std::make_unsigned_t<M>;
+    return static_cast<M>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+  } else {
+    return a - b;
+  }
+}
+template <typename M>
+STRATA_HOST_DEVICE inline M wrapping_mul(M a, M b) {
+  if constexpr (kIsInt<M>) {
+    using U = std::make_unsigned_t<M>;
+    return static_cast<M>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else {
+    return a * b;
+  }
+}
+/// Integer power by squaring; a negative exponent gives 0 unless the base is 1 or -1 (as PyTorch).
+template <typename M>
+STRATA_HOST_DEVICE inline M integer_pow(M base, M exponent) {
+  if constexpr (std::is_signed_v<M>) {
+    if (exponent < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exponent & 1) ? M(-1) : M(1);
+      return 0;
+    }
+  }
+  M result = 1;
+  while (exponent != 0) {
+    if (exponent & 1) result = wrapping_mul(result, base);
+    exponent = static_cast<M>(exponent >> 1);
+    base = wrapping_mul(base, base);
+  }
+  return result;
+}
+template <typename M>
+STRATA_HOST_DEVICE inline bool truthy(M x) {
+  if constexpr (kIsBool<M>)
+    return x;
+  else
+    return x != M(0);
+}
+
+template <typename T>
+struct AddOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE M operator()(M a, M b) const {
+    if constexpr (kIsBool<T>)
+      return a || b;
+    else
+      return wrapping_add(a, b);
+  }
+};
+template <typename T>
+struct SubOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = !kIsBool<T>;
+  STRATA_HOST_DEVICE M operator()(M a, M b) const { return wrapping_sub(a, b); }
+};
+template <typename T>
+struct MulOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE M operator()(M a, M b) const {
+    if constexpr (kIsBool<T>)
+      return a && b;
+    else
+      return wrapping_mul(a, b);
+  }
+};
+template <typename T>
+struct SquareOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = !kIsBool<T>;
+  STRATA_HOST_DEVICE M operator()(M a) const { return wrapping_mul(a, a); }
+};
+template <typename T>
+struct DivOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  STRATA_HOST_DEVICE M operator()(M a, M b) const { return a / b; }
+};
+template <typename T>
+struct PowOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = !kIsBool<T>;
+  static constexpr bool kCostly = kIsFloat<T>;
+  STRATA_HOST_DEVICE M operator()(M a, M b) const {
+    if constexpr (kIsFloat<T>)
+      return fmath::pow(a, b);
+    else
+      return integer_pow(a, b);
+  }
+};
+// maximum/minimum propagate NaN, as PyTorch's do.
+template <typename T>
+struct MaxOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE M operator()(M a, M b) const {
+    if constexpr (kIsFloat<T>) {
+      if (a != a) return a;
+      if (b != b) return b;
+    }
+    return a > b ? a : b;
+  }
+};
+template <typename T>
+struct MinOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE M operator()(M a, M b) const {
+    if constexpr (kIsFloat<T>) {
+      if (a != a) return a;
+      if (b != b) return b;
+    }
+    return a < b ? a : b;
+  }
+};
+template <typename T>
+struct EqOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE bool operator()(M a, M b) const { return a == b; }
+};
+template <typename T>
+struct NeOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE bool operator()(M a, M b) const { return a != b; }
+};
+template <typename T>
+struct LtOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE bool operator()(M a, M b) const { return a < b; }
+};
+template <typename T>
+struct LeOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE bool operator()(M a, M b) const { return a <= b; }
+};
+template <typename T>
+struct AndOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE bool operator()(M a, M b) const { return truthy(a) && truthy(b); }
+};
+template <typename T>
+struct OrOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE bool operator()(M a, M b) const { return truthy(a) || truthy(b); }
+};
+template <typename T>
+struct XorOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE bool operator()(M a, M b) const { return truthy(a) != truthy(b); }
+};
+template <typename T>
+struct NotOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = true;
+  STRATA_HOST_DEVICE bool operator()(M a) const { return !truthy(a); }
+};
+template <typename T>
+struct NegOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = !kIsBool<T>;
+  STRATA_HOST_DEVICE M operator()(M a) const { return wrapping_sub(M(0), a); }
+};
+template <typename T>
+struct AbsOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = !kIsBool<T>;
+  STRATA_HOST_DEVICE M operator()(M a) const {
+    if constexpr (kIsFloat<T>)
+      return fmath::fabs(a);
+    else if constexpr (std::is_signed_v<M>)
+      return a < 0 ? wrapping_sub(M(0), a) : a;
+    else
+      return a;
+  }
+};
+template <typename T>
+struct ReluOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = !kIsBool<T>;
+  STRATA_HOST_DEVICE M operator()(M a) const {
+    if constexpr (std::is_unsigned_v<M>)
+      return a;
+    else
+      return a < M(0) ? M(0) : a;  // NaN stays NaN
+  }
+};
+template <typename T>
+struct ExpOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  static constexpr bool kCostly = true;
+  STRATA_HOST_DEVICE M operator()(M a) const { return fmath::exp(a); }
+};
+template <typename T>
+struct LogOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  static constexpr bool kCostly = true;
+  STRATA_HOST_DEVICE M operator()(M a) const { return fmath::log(a); }
+};
+template <typename T>
+struct SqrtOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  STRATA_HOST_DEVICE M operator()(M a) const { return fmath::sqrt(a); }
+};
+template <typename T>
+struct RsqrtOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  STRATA_HOST_DEVICE M operator()(M a) const { return M(1) / fmath::sqrt(a); }
+};
+template <typename T>
+struct TanhOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  static constexpr bool kCostly = true;
+  STRATA_HOST_DEVICE M operator()(M a) const { return fmath::tanh(a); }
+};
+template <typename T>
+struct SigmoidOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  static constexpr bool kCostly = true;
+  STRATA_HOST_DEVICE M operator()(M a) const { return M(1) / (M(1) + fmath::exp(-a)); }
+};
+/// The exact (erf) form: x * Phi(x).
+template <typename T>
+struct GeluOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  static constexpr bool kCostly = true;
+  STRATA_HOST_DEVICE M operator()(M a) const { return M(0.5) * a * (M(1) + fmath::erf(a * M(0.70710678118654752440))); }
+};
+
+/// a + alpha * b (bool: a or (alpha and b)).
+template <typename T>
+struct AddAlphaOp {
+  using M = OpMath<T>;
+  M alpha;
+  STRATA_HOST_DEVICE M operator()(M a, M b) const {
+    if constexpr (kIsBool<T>)
+      return a || (alpha && b);
+    else
+      return wrapping_add(a, wrapping_mul(alpha, b));
+  }
+};
+
+/// min(max(a, lo), hi) with missing bounds at the ends of M's range; NaN stays NaN.
+template <typename T>
+struct ClampOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = !kIsBool<T>;
+  M lo, hi;
+  STRATA_HOST_DEVICE M operator()(M a) const {
+    const M r = a < lo ? lo : a;
+    return r > hi ? hi : r;
+  }
+  static ClampOp make(const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+    if constexpr (kIsFloat<T>) {
+      constexpr M inf = std::numeric_limits<M>::infinity();
+      return {lo ? lo->to<M>() : -inf, hi ? hi->to<M>() : inf};
+    } else {  // integer bounds saturate: clamp(u8, -5) leaves every value alone
+      constexpr M min = std::numeric_limits<M>::lowest(), max = std::numeric_limits<M>::max();
+      const auto saturate = [](const Scalar& s) {
+        const double v = s.to_double();
+        return v <= static_cast<double>(min) ? min : v >= static_cast<double>(max) ? max : static_cast<M>(s.to_int());
+      };
+      return {lo ? saturate(*lo) : min, hi ? saturate(*hi) : max};
+    }
+  }
+};
+
+/// op(a, s) and op(s, a) for a scalar s held by value.
+template <typename Op, typename M>
+struct BindSecond {
+  static constexpr bool kCostly = costly<Op>();
+  Op op;
+  M s;
+  STRATA_HOST_DEVICE auto operator()(M a) const { return op(a, s); }
+};
+template <typename Op, typename M>
+struct BindFirst {
+  static constexpr bool kCostly = costly<Op>();
+  Op op;
+  M s;
+  STRATA_HOST_DEVICE auto operator()(M a) const { return op(s, a); }
+};
+
+}  // namespace STRATA_KERNEL_NS
+}  // namespace strata::portable

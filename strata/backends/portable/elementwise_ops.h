@@ -1,0 +1,459 @@
+#pragma once
+
+// Elementwise ops written once: the math of each op is a functor (elementwise_math.h), the loops below apply it
+// to strided operands on any device. Instantiated by backends/cpu/elementwise_ops.cpp (host) and
+// backends/cuda/elementwise_ops.cu (device). Operands arrive promoted and broadcast (ops/elementwise_kernels.h).
+//
+// Note [Elementwise loops]
+// On a GPU (kernels::forall) a thread takes kPack consecutive elements of contiguous operands, read and written as
+// one aligned vector when every pointer allows it (one 16-byte access per f32 operand instead of four), and one
+// element of strided operands, whose offsets come from OffsetCalculator. On the CPU a thread takes a range: contiguous
+// operands run one plain loop over local pointers that the compiler vectorises (a per-index functor would reload its
+// pointers after every one-byte store, which may alias them), and strided operands are walked row by row with an
+// odometer, so the divisions of OffsetCalculator are paid once per row and rows with unit or zero inner strides (bias
+// rows, broadcast scalars) vectorise too.
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "strata/backends/portable/copy_fill.h"
+#include "strata/backends/portable/elementwise_math.h"
+#include "strata/ops/elementwise_kernels.h"
+#include "strata/runtime/parallel.h"
+
+namespace strata::portable {
+inline namespace STRATA_KERNEL_NS {
+
+// ---------------------------------------------------------------------------------------------- loops ----
+
+/// Calls row(offsets, count) for each run of consecutive innermost elements among the linear indices [begin, end)
+/// of calc's shape; `offsets` are those of the run's first element in each operand.
+template <int N, typename Row>
+void for_each_row(const kernels::OffsetCalculator<N>& calc, int64_t begin, int64_t end, const Row& row) {
+  int64_t off[N] = {};
+  if (calc.ndim == 0) {  // every dimension has size 1: a single element
+    row(off, end - begin);
+    return;
+  }
+  const int last = calc.ndim - 1;
+  int64_t idx[kernels::kMaxDims];
+  int64_t rest = begin;
+  for (int d = last; d >= 0; --d) {
+    idx[d] = rest % calc.sizes[d];
+    rest /= calc.sizes[d];
+    for (int k = 0; k < N; ++k) off[k] += idx[d] * calc.strides[k][d];
+  }
+  while (begin < end) {
+    const int64_t count = std::min(end - begin, calc.sizes[last] - idx[last]);
+    row(off, count);
+    begin += count;
+    if (begin == end) break;
+    idx[last] += count;
+    for (int k = 0; k < N; ++k) off[k] += count * calc.strides[k][last];
+    for (int d = last; d > 0 && idx[d] == calc.sizes[d]; --d) {  // carry into the outer dimensions
+      for (int k = 0; k < N; ++k) off[k] += calc.strides[k][d - 1] - idx[d] * calc.strides[k][d];
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
+
+template <int N>
+int innermost(const kernels::OffsetCalculator<N>& calc) {
+  return calc.ndim > 0 ? calc.ndim - 1 : 0;
+}
+
+/// Consecutive elements per GPU thread on contiguous operands.
+inline constexpr int kPack = 4;
+
+template <typename T>
+struct alignas(sizeof(T) * kPack) Pack {
+  T v[kPack];
+};
+
+/// Whether every pointer is aligned for Pack loads and stores.
+template <typename... T>
+bool packable(const T*... p) {
+  return ((reinterpret_cast<std::uintptr_t>(p) % alignof(Pack<T>) == 0) && ...);
+}
+
+template <typename Out, typename In, typename Op>
+struct UnaryLoop {
+  static constexpr int kPerThread = kPack;
+  Out* out;
+  const In* in;
+  Op op;
+  int64_t n;
+  bool packed;
+  STRATA_HOST_DEVICE void operator()(int64_t t) const {  // elements [kPack t, kPack t + kPack)
+    const int64_t i = t * kPack;
+    if (packed && i + kPack <= n) {
+      const Pack<In> x = *reinterpret_cast<const Pack<In>*>(in + i);
+      Pack<Out> r;
+      for (int k = 0; k < kPack; ++k) r.v[k] = static_cast<Out>(op(OpMath<In>(x.v[k])));
+      *reinterpret_cast<Pack<Out>*>(out + i) = r;
+    } else {
+      for (int64_t k = i; k < n && k < i + kPack; ++k) out[k] = static_cast<Out>(op(OpMath<In>(in[k])));
+    }
+  }
+  void range(int64_t begin, int64_t end) const {
+    Out* o = out;
+    const In* x = in;
+    const Op f = op;
+    for (int64_t i = begin; i < end; ++i) o[i] = static_cast<Out>(f(OpMath<In>(x[i])));
+  }
+};
+
+template <typename Out, typename In, typename Op>
+struct UnaryStridedLoop {
+  static constexpr int kPerThread = 1;
+  Out* out;
+  const In* in;
+  kernels::OffsetCalculator<2> calc;
+  Op op;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t o[2];
+    calc.offsets(i, o);
+    out[o[0]] = static_cast<Out>(op(OpMath<In>(in[o[1]])));
+  }
+  void range(int64_t begin, int64_t end) const {
+    const int last = innermost(calc);
+    const int64_t so = calc.strides[0][last], sx = calc.strides[1][last];
+    for_each_row(calc, begin, end, [&](const int64_t(&off)[2], int64_t n) {
+      Out* o = out + off[0];
+      const In* x = in + off[1];
+      const Op f = op;
+      if (so == 1 && sx == 1) {
+        for (int64_t k = 0; k < n; ++k) o[k] = static_cast<Out>(f(OpMath<In>(x[k])));
+      } else {
+        for (int64_t k = 0; k < n; ++k) o[k * so] = static_cast<Out>(f(OpMath<In>(x[k * sx])));
+      }
+    });
+  }
+};
+
+template <typename Out, typename In, typename Op>
+struct BinaryLoop {
+  using M = OpMath<In>;
+  static constexpr int kPerThread = kPack;
+  Out* out;
+  const In* a;
+  const In* b;
+  Op op;
+  int64_t n;
+  bool packed;
+  STRATA_HOST_DEVICE void operator()(int64_t t) const {  // elements [kPack t, kPack t + kPack)
+    const int64_t i = t * kPack;
+    if (packed && i + kPack <= n) {
+      const Pack<In> x = *reinterpret_cast<const Pack<In>*>(a + i);
+      const Pack<In> y = *reinterpret_cast<const Pack<In>*>(b + i);
+      Pack<Out> r;
+      for (int k = 0; k < kPack; ++k) r.v[k] = static_cast<Out>(op(M(x.v[k]), M(y.v[k])));
+      *reinterpret_cast<Pack<Out>*>(out + i) = r;
+    } else {
+      for (int64_t k = i; k < n && k < i + kPack; ++k) out[k] = static_cast<Out>(op(M(a[k]), M(b[k])));
+    }
+  }
+  void range(int64_t begin, int64_t end) const {
+    Out* o = out;
+    const In* x = a;
+    const In* y = b;
+    const Op f = op;
+    for (int64_t i = begin; i < end; ++i) o[i] = static_cast<Out>(f(OpMath<In>(x[i]), OpMath<In>(y[i])));
+  }
+};
+
+template <typename Out, typename In, typename Op>
+struct BinaryStridedLoop {
+  using M = OpMath<In>;
+  static constexpr int kPerThread = 1;
+  Out* out;
+  const In* a;
+  const In* b;
+  kernels::OffsetCalculator<3> calc;
+  Op op;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t o[3];
+    calc.offsets(i, o);
+    out[o[0]] = static_cast<Out>(op(M(a[o[1]]), M(b[o[2]])));
+  }
+  void range(int64_t begin, int64_t end) const {
+    const int last = innermost(calc);
+    const int64_t so = calc.strides[0][last], sx = calc.strides[1][last], sy = calc.strides[2][last];
+    for_each_row(calc, begin, end, [&](const int64_t(&off)[3], int64_t n) {
+      Out* o = out + off[0];
+      const In* x = a + off[1];
+      const In* y = b + off[2];
+      const Op f = op;
+      if (so == 1 && sx == 1 && sy == 1) {
+        for (int64_t k = 0; k < n; ++k) o[k] = static_cast<Out>(f(M(x[k]), M(y[k])));
+      } else if (so == 1 && sx == 1 && sy == 0) {  // b broadcast along the row
+        const M yv = M(*y);
+        for (int64_t k = 0; k < n; ++k) o[k] = static_cast<Out>(f(M(x[k]), yv));
+      } else if (so == 1 && sx == 0 && sy == 1) {  // a broadcast along the row
+        const M xv = M(*x);
+        for (int64_t k = 0; k < n; ++k) o[k] = static_cast<Out>(f(xv, M(y[k])));
+      } else {
+        for (int64_t k = 0; k < n; ++k) o[k * so] = static_cast<Out>(f(M(x[k * sx]), M(y[k * sy])));
+      }
+    });
+  }
+};
+
+template <typename T>
+struct WhereLoop {
+  static constexpr int kPerThread = 1;
+  T* out;
+  const bool* cond;
+  const T* a;
+  const T* b;
+  kernels::OffsetCalculator<4> calc;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t o[4];
+    calc.offsets(i, o);
+    out[o[0]] = cond[o[1]] ? a[o[2]] : b[o[3]];
+  }
+  void range(int64_t begin, int64_t end) const {
+    const int last = innermost(calc);
+    const int64_t s0 = calc.strides[0][last], s1 = calc.strides[1][last], s2 = calc.strides[2][last],
+                  s3 = calc.strides[3][last];
+    for_each_row(calc, begin, end, [&](const int64_t(&off)[4], int64_t n) {
+      T* o = out + off[0];
+      const bool* c = cond + off[1];
+      const T* x = a + off[2];
+      const T* y = b + off[3];
+      if (s0 == 1 && s1 == 1 && s2 == 1 && s3 == 1) {
+        for (int64_t k = 0; k < n; ++k) o[k] = c[k] ? x[k] : y[k];
+      } else {
+        for (int64_t k = 0; k < n; ++k) o[k * s0] = c[k * s1] ? x[k * s2] : y[k * s3];
+      }
+    });
+  }
+};
+
+/// Elements below which the CPU runs a loop inline rather than waking the pool; costly ops split sooner.
+template <typename Op>
+constexpr int64_t cpu_grain() {
+  if constexpr (requires { Op::kCostly; }) {
+    if constexpr (Op::kCostly) return 4096;
+  }
+  return kernels::kCpuGrain;
+}
+
+/// Runs a loop over n elements: Loop::kPerThread of them per GPU thread, or ranges of them on the CPU pool
+/// (Note [Elementwise loops]).
+template <typename Op, typename Loop>
+void run(const kernels::LaunchSite& site, int64_t n, const Loop& loop) {
+#if defined(__CUDACC__)
+  kernels::forall(site, (n + Loop::kPerThread - 1) / Loop::kPerThread, loop);
+#else
+  if (!site.device.is_cpu()) kernels::detail::throw_host_only(site);
+  constexpr int64_t grain = cpu_grain<Op>();
+  if (n < 2 * grain) {
+    loop.range(0, n);
+  } else {
+    parallel_for(n, grain, [&loop](int64_t begin, int64_t end) { loop.range(begin, end); });
+  }
+#endif
+}
+
+/// The stored type of an op's result: bool for predicates, else the operand type.
+template <typename T, typename Result>
+using OutOf = std::conditional_t<std::is_same_v<Result, bool>, bool, T>;
+
+template <typename T, typename Op>
+void apply_unary(const kernels::LaunchSite& site, const TensorView& out, const TensorView& in, const Op& op) {
+  using Out = OutOf<T, decltype(op(std::declval<OpMath<T>>()))>;
+  const TensorView* views[2] = {&out, &in};
+  const int64_t n = out.numel();
+  if (kernels::all_contiguous(views)) {
+    Out* o = out.ptr<Out>();
+    const T* x = in.ptr<T>();
+    run<Op>(site, n, UnaryLoop<Out, T, Op>{o, x, op, n, packable(o, x)});
+  } else {
+    run<Op>(site, n,
+            UnaryStridedLoop<Out, T, Op>{out.ptr<Out>(), in.ptr<T>(), kernels::make_offset_calculator(views), op});
+  }
+}
+
+template <typename T, typename Op>
+void apply_binary(const kernels::LaunchSite& site, const TensorView& out, const TensorView& a, const TensorView& b,
+                  const Op& op) {
+  using Out = OutOf<T, decltype(op(std::declval<OpMath<T>>(), std::declval<OpMath<T>>()))>;
+  const TensorView* views[3] = {&out, &a, &b};
+  const int64_t n = out.numel();
+  if (kernels::all_contiguous(views)) {
+    Out* o = out.ptr<Out>();
+    const T *x = a.ptr<T>(), *y = b.ptr<T>();
+    run<Op>(site, n, BinaryLoop<Out, T, Op>{o, x, y, op, n, packable(o, x, y)});
+  } else {
+    run<Op>(site, n,
+            BinaryStridedLoop<Out, T, Op>{out.ptr<Out>(), a.ptr<T>(), b.ptr<T>(),
+                                          kernels::make_offset_calculator(views), op});
+  }
+}
+
+[[noreturn]] inline void unsupported_dtype(const kernels::LaunchSite& site, DType dtype) {
+  STRATA_THROW(DTypeError, "{}: the kernel has no implementation for {} (the tensors layer should have rejected it)",
+               site.op, dtype);
+}
+
+// ------------------------------------------------------------------------------------- kernel entries ----
+
+/// UnaryFn for Op<T> (out = op(in)), dispatched on the input dtype.
+template <template <typename> class Op>
+struct Unary {
+  template <typename T>
+  struct Visit {
+    static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& in) {
+      if constexpr (Op<T>::kSupported)
+        apply_unary<T>(site, out, in, Op<T>{});
+      else
+        unsupported_dtype(site, in.dtype);
+    }
+  };
+  static void kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in) {
+    kernels::dispatch<Visit>(in.dtype, site_of(call, call.op), out, in);
+  }
+};
+
+/// BinaryFn for Op<T> (out = op(a, b)), dispatched on the inputs' dtype.
+template <template <typename> class Op>
+struct Binary {
+  template <typename T>
+  struct Visit {
+    static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& a, const TensorView& b) {
+      if constexpr (Op<T>::kSupported)
+        apply_binary<T>(site, out, a, b, Op<T>{});
+      else
+        unsupported_dtype(site, a.dtype);
+    }
+  };
+  static void kernel(const ops::OpCall& call, const TensorView& out, const TensorView& a, const TensorView& b) {
+    kernels::dispatch<Visit>(a.dtype, site_of(call, call.op), out, a, b);
+  }
+};
+
+/// AddFn: out = a + alpha * b; alpha == 1 takes the plain sum.
+template <typename T>
+struct AddVisit {
+  static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& a, const TensorView& b,
+                  const Scalar& alpha) {
+    if (alpha.to_double() == 1.0)
+      apply_binary<T>(site, out, a, b, AddOp<T>{});
+    else
+      apply_binary<T>(site, out, a, b, AddAlphaOp<T>{alpha.to<OpMath<T>>()});
+  }
+};
+inline void add_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& a, const TensorView& b,
+                       const Scalar& alpha) {
+  kernels::dispatch<AddVisit>(a.dtype, site_of(call, call.op), out, a, b, alpha);
+}
+
+/// ScalarFn for Op<T> with the scalar, converted to the compute type, on the right (a op s) or the left (s op a).
+template <template <typename> class Op, bool kScalarFirst>
+struct WithScalar {
+  template <typename T>
+  struct Visit {
+    static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& a, const Scalar& s) {
+      using M = OpMath<T>;
+      if constexpr (!Op<T>::kSupported)
+        unsupported_dtype(site, a.dtype);
+      else if constexpr (kScalarFirst)
+        apply_unary<T>(site, out, a, BindFirst<Op<T>, M>{{}, s.to<M>()});
+      else
+        apply_unary<T>(site, out, a, BindSecond<Op<T>, M>{{}, s.to<M>()});
+    }
+  };
+  static void kernel(const ops::OpCall& call, const TensorView& out, const TensorView& a, const Scalar& s) {
+    kernels::dispatch<Visit>(a.dtype, site_of(call, call.op), out, a, s);
+  }
+};
+
+/// ScalarFn for pow with a scalar exponent; squaring, the common case, is a multiplication.
+template <typename T>
+struct PowScalarVisit {
+  static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& a, const Scalar& e) {
+    using M = OpMath<T>;
+    if constexpr (!PowOp<T>::kSupported)
+      unsupported_dtype(site, a.dtype);
+    else if (e.to_double() == 2.0)
+      apply_unary<T>(site, out, a, SquareOp<T>{});
+    else
+      apply_unary<T>(site, out, a, BindSecond<PowOp<T>, M>{{}, e.to<M>()});
+  }
+};
+inline void pow_scalar_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& a, const Scalar& e) {
+  kernels::dispatch<PowScalarVisit>(a.dtype, site_of(call, call.op), out, a, e);
+}
+
+template <typename T>
+struct ClampVisit {
+  static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& in,
+                  const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+    if constexpr (ClampOp<T>::kSupported)
+      apply_unary<T>(site, out, in, ClampOp<T>::make(lo, hi));
+    else
+      unsupported_dtype(site, in.dtype);
+  }
+};
+inline void clamp_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in,
+                         const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+  kernels::dispatch<ClampVisit>(in.dtype, site_of(call, call.op), out, in, lo, hi);
+}
+
+template <typename T>
+struct WhereVisit {
+  static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& cond, const TensorView& a,
+                  const TensorView& b) {
+    const TensorView* views[4] = {&out, &cond, &a, &b};
+    portable::run<WhereLoop<T>>(
+        site, out.numel(),
+        WhereLoop<T>{out.ptr<T>(), cond.ptr<bool>(), a.ptr<T>(), b.ptr<T>(), kernels::make_offset_calculator(views)});
+  }
+};
+inline void where_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& cond, const TensorView& a,
+                         const TensorView& b) {
+  kernels::dispatch<WhereVisit>(a.dtype, site_of(call, call.op), out, cond, a, b);
+}
+
+/// Fills the elementwise rows of the op table for one device type (called once by each backend).
+inline void register_elementwise_kernels(DeviceType type) {
+  using ops::register_kernel;
+  register_kernel<ops::AddFn>("add", type, add_kernel);
+  register_kernel<ops::BinaryFn>("mul", type, Binary<MulOp>::kernel);
+  register_kernel<ops::BinaryFn>("div", type, Binary<DivOp>::kernel);
+  register_kernel<ops::BinaryFn>("pow", type, Binary<PowOp>::kernel);
+  register_kernel<ops::BinaryFn>("maximum", type, Binary<MaxOp>::kernel);
+  register_kernel<ops::BinaryFn>("minimum", type, Binary<MinOp>::kernel);
+  register_kernel<ops::BinaryFn>("eq", type, Binary<EqOp>::kernel);
+  register_kernel<ops::BinaryFn>("ne", type, Binary<NeOp>::kernel);
+  register_kernel<ops::BinaryFn>("lt", type, Binary<LtOp>::kernel);
+  register_kernel<ops::BinaryFn>("le", type, Binary<LeOp>::kernel);
+  register_kernel<ops::BinaryFn>("logical_and", type, Binary<AndOp>::kernel);
+  register_kernel<ops::BinaryFn>("logical_or", type, Binary<OrOp>::kernel);
+  register_kernel<ops::BinaryFn>("logical_xor", type, Binary<XorOp>::kernel);
+  register_kernel<ops::ScalarFn>("add_scalar", type, WithScalar<AddOp, false>::kernel);
+  register_kernel<ops::ScalarFn>("rsub_scalar", type, WithScalar<SubOp, true>::kernel);
+  register_kernel<ops::ScalarFn>("mul_scalar", type, WithScalar<MulOp, false>::kernel);
+  register_kernel<ops::ScalarFn>("div_scalar", type, WithScalar<DivOp, false>::kernel);
+  register_kernel<ops::ScalarFn>("rdiv_scalar", type, WithScalar<DivOp, true>::kernel);
+  register_kernel<ops::ScalarFn>("pow_scalar", type, pow_scalar_kernel);
+  register_kernel<ops::UnaryFn>("neg", type, Unary<NegOp>::kernel);
+  register_kernel<ops::UnaryFn>("abs", type, Unary<AbsOp>::kernel);
+  register_kernel<ops::UnaryFn>("exp", type, Unary<ExpOp>::kernel);
+  register_kernel<ops::UnaryFn>("log", type, Unary<LogOp>::kernel);
+  register_kernel<ops::UnaryFn>("sqrt", type, Unary<SqrtOp>::kernel);
+  register_kernel<ops::UnaryFn>("rsqrt", type, Unary<RsqrtOp>::kernel);
+  register_kernel<ops::UnaryFn>("tanh", type, Unary<TanhOp>::kernel);
+  register_kernel<ops::UnaryFn>("sigmoid", type, Unary<SigmoidOp>::kernel);
+  register_kernel<ops::UnaryFn>("relu", type, Unary<ReluOp>::kernel);
+  register_kernel<ops::UnaryFn>("gelu", type, Unary<GeluOp>::kernel);
+  register_kernel<ops::UnaryFn>("logical_not", type, Unary<NotOp>::kernel);
+  register_kernel<ops::ClampFn>("clamp", type, clamp_kernel);
+  register_kernel<ops::WhereFn>("where", type, where_kernel);
+}
+
+}  // namespace STRATA_KERNEL_NS
+}  // namespace strata::portable

@@ -1,0 +1,237 @@
+#include "strata/data/dataloader.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "strata/core/error.h"
+#include "strata/data/sampling.h"
+#include "strata/runtime/registry.h"
+#include "strata/runtime/stream.h"
+#include "strata/tensor/factories.h"
+
+namespace strata::data {
+
+// Note [Overlapping copies]
+// With prefetch, a background thread prepares the next batches in host memory (pinned when pin_memory is set)
+// while the consumer works, so in the steady state a batch is ready when asked for. The consumer's thread then
+// copies it with to(device, non_blocking): from pinned memory that only enqueues the copy on the consumer's current
+// stream, ahead of the work that will use it, and returns. The pinned buffer must outlive the copy, and the pinned
+// allocator would hand a freed buffer to the next batch at once, so the loader keeps each buffer, with an event
+// recorded after its copy, until the event has passed. At most kMaxInFlight buffers are kept; beyond that the loader
+// waits for the oldest copy, which bounds pinned memory when the device falls far behind.
+
+namespace {
+
+constexpr std::size_t kMaxInFlight = 4;
+
+// What the background thread hands over: a batch in host memory, or the exception that stopped it.
+struct Prepared {
+  Example batch;
+  std::exception_ptr error;
+};
+
+struct InFlight {
+  Event copied;
+  Example host;
+};
+
+// u8 images become f32 in [0, 1] in a new buffer. Other data is kept, or copied when a transform will see it (they
+// may work in place, see Note [Batch transforms], and a dataset may hand out its own memory) or it must be pinned.
+Tensor to_float(const Tensor& data, bool pinned, bool must_own) {
+  if (data.dtype() != DType::U8) {
+    if (!must_own && (!pinned || data.is_pinned())) return data.contiguous();
+    Tensor copy = empty(data.shape(), TensorOptions(data.dtype()).pinned(pinned));
+    copy.copy_(data);
+    return copy;
+  }
+  const Tensor src = data.contiguous();
+  Tensor out = empty(src.shape(), TensorOptions(DType::F32).pinned(pinned));
+  const auto* in = src.data<uint8_t>();
+  float* o = out.data<float>();
+  const int64_t n = src.numel();
+  for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(in[i]) * (1.0f / 255.0f);
+  return out;
+}
+
+}  // namespace
+
+struct DataLoader::Epoch {
+  std::vector<int64_t> order;
+  int64_t num_batches = 0;
+  int64_t consumed = 0;
+
+  // Shared with the background thread, under `mutex`.
+  std::mutex mutex;
+  std::condition_variable not_full;
+  std::condition_variable not_empty;
+  std::deque<Prepared> ready;
+  bool stop = false;
+  std::thread thread;
+
+  std::deque<InFlight> in_flight;
+
+  ~Epoch() {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+    }
+    not_full.notify_all();
+    if (thread.joinable()) thread.join();
+    for (InFlight& f : in_flight) f.copied.synchronize();
+  }
+};
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
+    : dataset_(std::move(dataset)), options_(std::move(options)) {
+  STRATA_CHECK(dataset_ != nullptr, InvalidArgumentError, "DataLoader: the dataset is null");
+  STRATA_CHECK(options_.batch_size > 0, InvalidArgumentError, "DataLoader: batch_size must be positive, got {}",
+               options_.batch_size);
+  STRATA_CHECK(options_.prefetch >= 0, InvalidArgumentError, "DataLoader: prefetch must be non-negative, got {}",
+               options_.prefetch);
+  options_.device = resolve(options_.device);
+  check_device(options_.device);
+}
+
+DataLoader::~DataLoader() = default;
+
+int64_t DataLoader::size() const {
+  const int64_t n = dataset_->size();
+  const int64_t b = options_.batch_size;
+  return options_.drop_last ? n / b : (n + b - 1) / b;
+}
+
+namespace {
+
+// Prepares batch `k` of an epoch in host memory. Runs on the background thread when prefetching.
+Example prepare(const Dataset& dataset, const DataLoaderOptions& options, const std::vector<int64_t>& order,
+                int64_t k) {
+  const int64_t begin = k * options.batch_size;
+  const int64_t count = std::min<int64_t>(options.batch_size, static_cast<int64_t>(order.size()) - begin);
+  Tensor indices = empty({count}, DType::I64);
+  std::memcpy(indices.data_ptr(), order.data() + begin, static_cast<std::size_t>(count) * sizeof(int64_t));
+  Example batch = dataset.get_batch(indices);
+  for (const Tensor* t : {&batch.data, &batch.target}) {
+    const char* what = t == &batch.data ? "data" : "target";
+    STRATA_CHECK(t->defined() && t->dim() >= 1 && t->size(0) == count, ShapeError,
+                 "DataLoader: the dataset's get_batch returned {} of shape {} for {} indices", what,
+                 t->defined() ? shape_str(t->shape()) : "undefined", count);
+    STRATA_CHECK(t->device().is_cpu(), InvalidArgumentError,
+                 "DataLoader: the dataset's get_batch returned {} on {}; the loader prepares batches in host memory, "
+                 "so keep the dataset on the CPU and give the loader a device instead",
+                 what, t->device());
+  }
+  batch.data = to_float(batch.data, options.pin_memory, static_cast<bool>(options.transform));
+  if (options.transform) {
+    batch.data = options.transform(std::move(batch.data));
+    STRATA_CHECK(batch.data.defined() && batch.data.device().is_cpu(), InvalidArgumentError,
+                 "DataLoader: the transform must return a defined host tensor");
+  }
+  batch.target = batch.target.contiguous();
+  if (options.pin_memory) {
+    batch.data = batch.data.pin_memory();
+    batch.target = batch.target.pin_memory();
+  }
+  return batch;
+}
+
+}  // namespace
+
+DataLoader::Iterator DataLoader::begin() {
+  running_.reset();  // ends the previous epoch, joining its thread, before its transform state is used again
+  auto epoch = std::make_unique<Epoch>();
+  const int64_t n = dataset_->size();
+  if (options_.shuffle) {
+    epoch->order = permutation(n, options_.seed, epoch_);
+  } else {
+    epoch->order.resize(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) epoch->order[static_cast<std::size_t>(i)] = i;
+  }
+  epoch->num_batches = size();
+  ++epoch_;
+  if (options_.prefetch > 0 && epoch->num_batches > 0) {
+    Epoch* e = epoch.get();
+    epoch->thread = std::thread([this, e] {
+      for (int64_t k = 0; k < e->num_batches; ++k) {
+        Prepared item;
+        try {
+          item.batch = prepare(*dataset_, options_, e->order, k);
+        } catch (...) {
+          item.error = std::current_exception();
+        }
+        std::unique_lock lock(e->mutex);
+        e->not_full.wait(lock, [&] { return e->stop || static_cast<int64_t>(e->ready.size()) < options_.prefetch; });
+        if (e->stop) return;
+        const bool failed = item.error != nullptr;
+        e->ready.push_back(std::move(item));
+        lock.unlock();
+        e->not_empty.notify_one();
+        if (failed) return;
+      }
+    });
+  }
+  running_ = std::move(epoch);
+  return Iterator(this);
+}
+
+bool DataLoader::next(Batch& out) {
+  if (running_ == nullptr) return false;
+  Epoch& e = *running_;
+  if (e.consumed >= e.num_batches) return false;
+
+  Example host;
+  if (options_.prefetch > 0) {
+    Prepared item;
+    {
+      std::unique_lock lock(e.mutex);
+      if (e.ready.empty()) {
+        const auto start = std::chrono::steady_clock::now();
+        e.not_empty.wait(lock, [&] { return !e.ready.empty(); });
+        stats_.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      }
+      item = std::move(e.ready.front());
+      e.ready.pop_front();
+    }
+    e.not_full.notify_one();
+    if (item.error) {
+      e.consumed = e.num_batches;  // the thread has stopped; the epoch ends here
+      std::rethrow_exception(item.error);
+    }
+    host = std::move(item.batch);
+  } else {
+    // Without prefetch the consumer waits for every batch while it is prepared.
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      host = prepare(*dataset_, options_, e.order, e.consumed);
+    } catch (...) {
+      e.consumed = e.num_batches;
+      throw;
+    }
+    stats_.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  ++e.consumed;
+  ++stats_.batches;
+
+  const Device device = options_.device;
+  out.data = host.data.to(device, options_.non_blocking);
+  out.target = host.target.to(device, options_.non_blocking);
+  if (!device.is_cpu() && options_.non_blocking && host.data.is_pinned()) {
+    // Keep the pinned buffers until their copies have run (see Note [Overlapping copies]).
+    while (!e.in_flight.empty() && e.in_flight.front().copied.query()) e.in_flight.pop_front();
+    if (e.in_flight.size() >= kMaxInFlight) {
+      e.in_flight.front().copied.synchronize();
+      e.in_flight.pop_front();
+    }
+    Event copied(device);
+    copied.record();
+    e.in_flight.push_back({std::move(copied), std::move(host)});
+  }
+  return true;
+}
+
+}  // namespace strata::data

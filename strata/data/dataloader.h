@@ -1,0 +1,111 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+
+#include "strata/core/device.h"
+#include "strata/data/dataset.h"
+#include "strata/data/transforms.h"
+
+namespace strata::data {
+
+/// A batch as the loader hands it out: already on the loader's device.
+struct Batch {
+  Tensor data;
+  Tensor target;
+};
+
+/// How a DataLoader batches: `DataLoader loader(ds, {.batch_size = 64, .shuffle = true, .prefetch = 2})`.
+struct DataLoaderOptions {
+  int64_t batch_size = 1;
+  /// A new order every epoch, drawn from (seed, epoch) only: runs are reproducible.
+  bool shuffle = false;
+  uint64_t seed = 0;
+  /// Leaves out the last batch when it would be smaller than batch_size.
+  bool drop_last = false;
+  /// Batches prepared ahead by a background thread; 0 prepares each batch on the caller's thread when asked.
+  int64_t prefetch = 0;
+  /// Prepares batches in page-locked host memory, so copies to a GPU can run asynchronously.
+  bool pin_memory = false;
+  /// Where the batches are delivered.
+  Device device = kCPU;
+  /// Copies to the device without waiting for them (effective from pinned memory; see Note [Overlapping copies]).
+  bool non_blocking = true;
+  /// Applied to each batch's data on the host, after u8 data became f32 in [0, 1] (see Note [Batch transforms]).
+  Transform transform = nullptr;
+};
+
+/// Counters of one loader, for tuning: how long the consumer waited for batches that were not ready yet.
+struct DataLoaderStats {
+  int64_t batches = 0;
+  double wait_seconds = 0.0;
+};
+
+/// Iterates over a dataset in batches: `for (const Batch& b : loader) { ... }`. Each full iteration is one epoch.
+/// The data of a batch is f32 in [0, 1] when the dataset holds u8 (images), else the dataset's dtype; the target
+/// is the dataset's. An exception while preparing a batch (in the dataset or a transform) reaches the consumer at
+/// that batch, and ends the epoch.
+class DataLoader {
+ public:
+  /// Throws InvalidArgumentError for a null dataset or bad options, DeviceUnavailableError for an absent device.
+  DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
+  /// Stops the background thread (after the batch it is preparing) and waits for copies still in flight.
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  /// Batches per epoch.
+  int64_t size() const;
+  /// The next iteration is epoch `epoch` (the ones after it epoch+1, ...); it decides the shuffled order.
+  void set_epoch(uint64_t epoch) { epoch_ = epoch; }
+  /// The epoch the next iteration will be.
+  uint64_t epoch() const { return epoch_; }
+  const DataLoaderOptions& options() const { return options_; }
+  DataLoaderStats stats() const { return stats_; }
+
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Batch*;
+    using reference = const Batch&;
+
+    const Batch& operator*() const { return batch_; }
+    const Batch* operator->() const { return &batch_; }
+    Iterator& operator++() {
+      advance();
+      return *this;
+    }
+    friend bool operator==(const Iterator& a, const Iterator& b) { return a.loader_ == b.loader_; }
+
+   private:
+    friend class DataLoader;
+    explicit Iterator(DataLoader* loader) : loader_(loader) {
+      if (loader_ != nullptr) advance();
+    }
+    void advance() {
+      if (!loader_->next(batch_)) loader_ = nullptr;
+    }
+    DataLoader* loader_;
+    Batch batch_;
+  };
+
+  /// Starts an epoch (ending one still running) and returns its first batch.
+  Iterator begin();
+  Iterator end() { return Iterator(nullptr); }
+
+ private:
+  struct Epoch;
+  bool next(Batch& out);
+
+  std::shared_ptr<const Dataset> dataset_;
+  DataLoaderOptions options_;
+  uint64_t epoch_ = 0;
+  DataLoaderStats stats_;
+  std::unique_ptr<Epoch> running_;
+};
+
+}  // namespace strata::data

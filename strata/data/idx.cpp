@@ -1,0 +1,133 @@
+// IDX files (yann.lecun.com/exdb/mnist): a 4-byte magic number, big-endian dimension sizes, then the data.
+#include "strata/data/idx.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "strata/core/error.h"
+#include "strata/tensor/factories.h"
+
+namespace strata::data {
+
+namespace {
+
+constexpr unsigned char kUnsignedByte = 0x08;
+constexpr int kMaxDims = 8;
+constexpr std::size_t kChunk = std::size_t{1} << 20;
+
+std::string_view idx_type_name(unsigned char code) {
+  switch (code) {
+    case 0x08: return "unsigned byte";
+    case 0x09: return "signed byte";
+    case 0x0B: return "short";
+    case 0x0C: return "int";
+    case 0x0D: return "float";
+    case 0x0E: return "double";
+    default: return "unknown";
+  }
+}
+
+struct GzCloser {
+  void operator()(gzFile_s* f) const { gzclose(f); }
+};
+
+// gzread reads gzip streams and, transparently, plain files.
+class IdxFile {
+ public:
+  explicit IdxFile(const std::filesystem::path& path) : path_(path) {
+    errno = 0;
+    file_.reset(gzopen(path.c_str(), "rb"));
+    STRATA_CHECK(file_ != nullptr, IOError, "read_idx: cannot open '{}': {}", path.string(),
+                 errno != 0 ? std::strerror(errno) : "out of memory");
+  }
+
+  // Reads up to `n` bytes; fewer only at the end of the data.
+  std::size_t read(void* out, std::size_t n) {
+    std::size_t done = 0;
+    while (done < n) {
+      const auto want = static_cast<unsigned>(std::min(n - done, kChunk));
+      const int got = gzread(file_.get(), static_cast<char*>(out) + done, want);
+      if (got < 0) {
+        int code = 0;
+        const char* message = gzerror(file_.get(), &code);
+        STRATA_THROW(IOError, "read_idx: '{}' is corrupt or unreadable: {}", path_.string(),
+                     code == Z_ERRNO ? std::strerror(errno) : message);
+      }
+      if (got == 0) break;
+      done += static_cast<std::size_t>(got);
+    }
+    return done;
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::unique_ptr<gzFile_s, GzCloser> file_;
+};
+
+}  // namespace
+
+Tensor read_idx(const std::filesystem::path& path) {
+  IdxFile file(path);
+  const std::string name = path.string();
+  unsigned char magic[4] = {};
+  const std::size_t got_magic = file.read(magic, 4);
+  STRATA_CHECK(got_magic == 4, IOError, "read_idx: '{}' is truncated: expected a 4-byte magic number, found {} bytes",
+               name, got_magic);
+  STRATA_CHECK(magic[0] == 0 && magic[1] == 0, IOError,
+               "read_idx: '{}' is not an IDX file: the magic number must start with 0x00 0x00, found 0x{:02X} 0x{:02X}",
+               name, magic[0], magic[1]);
+  STRATA_CHECK(magic[2] == kUnsignedByte, IOError,
+               "read_idx: '{}' holds elements of type 0x{:02X} ({}); only unsigned byte (0x08) is supported", name,
+               magic[2], idx_type_name(magic[2]));
+  const int ndim = magic[3];
+  STRATA_CHECK(ndim >= 1 && ndim <= kMaxDims, IOError,
+               "read_idx: '{}' declares {} dimensions; expected between 1 and {}", name, ndim, kMaxDims);
+
+  unsigned char dims[4 * kMaxDims] = {};
+  const auto dims_bytes = static_cast<std::size_t>(4 * ndim);
+  const std::size_t got_dims = file.read(dims, dims_bytes);
+  STRATA_CHECK(got_dims == dims_bytes, IOError,
+               "read_idx: '{}' is truncated: expected {} bytes of dimension sizes, found {}", name, dims_bytes,
+               got_dims);
+  Shape shape;
+  std::size_t count = 1;
+  for (int d = 0; d < ndim; ++d) {
+    const unsigned char* b = dims + 4 * d;
+    const uint32_t size = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+    STRATA_CHECK(size <= static_cast<uint32_t>(std::numeric_limits<int32_t>::max()), IOError,
+                 "read_idx: '{}' declares dimension {} of size {}, which is larger than the format allows", name, d,
+                 size);
+    STRATA_CHECK(size == 0 || count <= std::numeric_limits<std::size_t>::max() / 2 / size, IOError,
+                 "read_idx: '{}' declares a shape too large to hold", name);
+    count *= size;
+    shape.push_back(size);
+  }
+
+  // Read into a growing buffer rather than allocating the declared size up front: a corrupt header must not be able
+  // to make us allocate gigabytes before we find out the data is not there.
+  std::vector<unsigned char> bytes;
+  while (bytes.size() < count) {
+    const std::size_t before = bytes.size();
+    const std::size_t want = std::min(count - before, std::max(kChunk, before));
+    bytes.resize(before + want);
+    const std::size_t got = file.read(bytes.data() + before, want);
+    bytes.resize(before + got);
+    STRATA_CHECK(got == want, IOError, "read_idx: '{}' is truncated: shape {} needs {} bytes of data, found {}", name,
+                 shape, count, bytes.size());
+  }
+  unsigned char extra[64];
+  const std::size_t trailing = file.read(extra, sizeof(extra));
+  STRATA_CHECK(trailing == 0, IOError, "read_idx: '{}' has trailing bytes: shape {} needs {} bytes of data, found more",
+               name, shape, count);
+
+  Tensor out = empty(shape, DType::U8);
+  if (count > 0) std::memcpy(out.data_ptr(), bytes.data(), count);
+  return out;
+}
+
+}  // namespace strata::data

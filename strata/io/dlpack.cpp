@@ -1,0 +1,161 @@
+// DLPack exchange: see Note [DLPack ownership].
+#include "strata/io/dlpack.h"
+
+#include <memory>
+#include <vector>
+
+#include "strata/core/error.h"
+#include "strata/runtime/registry.h"
+
+namespace strata::io {
+
+namespace {
+
+// kDLBool arrived in DLPack 0.8; Debian ships 0.6, so we name the code ourselves.
+constexpr uint8_t kDLBoolCode = 6;
+
+// What to_dlpack hands out: the DLManagedTensor and everything it points to, freed together by the deleter.
+struct Exported {
+  // The storage, not a Tensor handle: a handle can be pointed at other data later (Tensor::set_data).
+  std::shared_ptr<Storage> storage;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  DLManagedTensor managed{};
+};
+
+void delete_exported(DLManagedTensor* self) {
+  std::unique_ptr<Exported> owned(static_cast<Exported*>(self->manager_ctx));
+}
+
+// Keeps a producer's DLManagedTensor while a Storage uses its memory (see Note [DLPack ownership]).
+struct Imported {
+  Storage storage;
+  DLManagedTensor* managed = nullptr;
+  ~Imported() {
+    if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+  }
+};
+
+DLDataType to_dl(DType dtype) {
+  const auto bits = static_cast<uint8_t>(dtype_size(dtype) * 8);
+  switch (dtype) {
+    case DType::Bool: return {kDLBoolCode, 8, 1};
+    case DType::U8: return {kDLUInt, bits, 1};
+    case DType::I32:
+    case DType::I64: return {kDLInt, bits, 1};
+    case DType::F16:
+    case DType::F32:
+    case DType::F64: return {kDLFloat, bits, 1};
+    case DType::BF16: return {kDLBfloat, bits, 1};
+  }
+  STRATA_THROW(DTypeError, "to_dlpack: dtype {} has no DLPack code", dtype);
+}
+
+DType from_dl(DLDataType t) {
+  STRATA_CHECK(t.lanes == 1, DTypeError, "from_dlpack: vector types ({} lanes) are not supported", t.lanes);
+  switch (t.code) {
+    case kDLUInt:
+      if (t.bits == 8) return DType::U8;
+      break;
+    case kDLInt:
+      if (t.bits == 32) return DType::I32;
+      if (t.bits == 64) return DType::I64;
+      break;
+    case kDLFloat:
+      if (t.bits == 16) return DType::F16;
+      if (t.bits == 32) return DType::F32;
+      if (t.bits == 64) return DType::F64;
+      break;
+    case kDLBfloat:
+      if (t.bits == 16) return DType::BF16;
+      break;
+    case kDLBoolCode:
+      if (t.bits == 8) return DType::Bool;
+      break;
+    default: break;
+  }
+  const char* kind = t.code == kDLInt        ? "int"
+                     : t.code == kDLUInt     ? "uint"
+                     : t.code == kDLFloat    ? "float"
+                     : t.code == kDLBfloat   ? "bfloat"
+                     : t.code == kDLComplex  ? "complex"
+                     : t.code == kDLBoolCode ? "bool"
+                                             : "code";
+  STRATA_THROW(DTypeError,
+               "from_dlpack: DLPack type {}{} (code {}) has no Strata dtype; supported: bool, uint8, int32, int64, "
+               "float16, bfloat16, float32, float64",
+               kind, t.bits, t.code);
+}
+
+Device from_dl(DLDevice d) {
+  switch (d.device_type) {
+    case kDLCPU: return kCPU;
+    case kDLCUDA: return Device(DeviceType::CUDA, d.device_id);
+    default:
+      STRATA_THROW(
+          InvalidArgumentError,
+          "from_dlpack: DLPack device type {} (id {}) is not supported; Strata takes kDLCPU (1) and kDLCUDA (2)",
+          static_cast<int>(d.device_type), d.device_id);
+  }
+}
+
+}  // namespace
+
+DLManagedTensor* to_dlpack(const Tensor& tensor) {
+  STRATA_CHECK(tensor.defined(), InvalidArgumentError, "to_dlpack: the tensor is undefined");
+  const Device device = tensor.device();
+  auto exported = std::make_unique<Exported>();
+  exported->storage = tensor.storage();
+  exported->shape = tensor.shape().vec();
+  exported->strides = tensor.strides().vec();
+  DLTensor& dl = exported->managed.dl_tensor;
+  // The pointer to the first element, with byte_offset 0, as PyTorch does.
+  dl.data = tensor.numel() > 0 ? tensor.data_ptr() : nullptr;
+  dl.device = device.is_cpu() ? DLDevice{kDLCPU, 0} : DLDevice{kDLCUDA, device.index()};
+  dl.ndim = static_cast<int32_t>(tensor.dim());
+  dl.dtype = to_dl(tensor.dtype());
+  dl.shape = exported->shape.data();
+  dl.strides = exported->strides.data();
+  dl.byte_offset = 0;
+  exported->managed.manager_ctx = exported.get();
+  exported->managed.deleter = delete_exported;
+  return &exported.release()->managed;
+}
+
+Tensor from_dlpack(DLManagedTensor* managed) {
+  STRATA_CHECK(managed != nullptr, InvalidArgumentError, "from_dlpack: the DLManagedTensor is null");
+  const DLTensor& dl = managed->dl_tensor;
+  const DType dtype = from_dl(dl.dtype);
+  const Device device = from_dl(dl.device);
+  check_device(device);
+  STRATA_CHECK(dl.ndim >= 0, InvalidArgumentError, "from_dlpack: ndim is {}", dl.ndim);
+  STRATA_CHECK(dl.ndim == 0 || dl.shape != nullptr, InvalidArgumentError, "from_dlpack: shape is null for {} dims",
+               dl.ndim);
+  Shape shape(dl.shape, dl.shape + dl.ndim);
+  for (int64_t d : shape) {
+    STRATA_CHECK(d >= 0, ShapeError, "from_dlpack: negative dimension {} in shape {}", d, shape);
+  }
+  // No strides means compact row-major.
+  Strides strides = dl.strides != nullptr ? Strides(dl.strides, dl.strides + dl.ndim) : contiguous_strides(shape);
+  // The bytes the view can reach, from the first element.
+  int64_t extent = numel(shape) > 0 ? 1 : 0;
+  for (std::size_t i = 0; i < shape.size() && extent > 0; ++i) {
+    STRATA_CHECK(strides[i] >= 0, InvalidArgumentError,
+                 "from_dlpack: negative strides ({}) are not supported; make the tensor contiguous first",
+                 fmt::join(strides, ", "));
+    extent += (shape[i] - 1) * strides[i];
+  }
+  auto imported = std::make_shared<Imported>();
+  Storage& storage = imported->storage;
+  void* data = static_cast<char*>(dl.data) + dl.byte_offset;
+  storage.nbytes = static_cast<std::size_t>(extent) * dtype_size(dtype);
+  // A DataPtr without an owner frees nothing: the memory goes back through the producer's deleter, run by
+  // ~Imported when the last tensor on this storage dies.
+  storage.data = DataPtr(data, storage.nbytes, device, nullptr, nullptr);
+  storage.device = device;
+  imported->managed = managed;  // from here on we own it
+  std::shared_ptr<Storage> shared(imported, &imported->storage);
+  return Tensor(std::move(shared), dtype, std::move(shape), std::move(strides), 0);
+}
+
+}  // namespace strata::io

@@ -1,0 +1,200 @@
+#include "strata/io/dlpack.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "strata/core/error.h"
+#include "strata/runtime/cuda.h"
+#include "strata/tensor/factories.h"
+#include "test_devices.h"
+
+namespace strata {
+namespace {
+
+using io::from_dlpack;
+using io::to_dlpack;
+
+// A producer outside Strata: owns a buffer, counts how often its deleter runs.
+struct ForeignTensor {
+  std::vector<float> buffer;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  int* deleted;
+  DLManagedTensor managed{};
+};
+
+DLManagedTensor* make_foreign(std::vector<float> values, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                              int* deleted) {
+  auto f = std::make_unique<ForeignTensor>(
+      ForeignTensor{std::move(values), std::move(shape), std::move(strides), deleted, {}});
+  DLTensor& dl = f->managed.dl_tensor;
+  dl.data = f->buffer.data();
+  dl.device = {kDLCPU, 0};
+  dl.ndim = static_cast<int32_t>(f->shape.size());
+  dl.dtype = {kDLFloat, 32, 1};
+  dl.shape = f->shape.data();
+  dl.strides = f->strides.empty() ? nullptr : f->strides.data();
+  dl.byte_offset = 0;
+  f->managed.manager_ctx = f.get();
+  f->managed.deleter = [](DLManagedTensor* self) {
+    std::unique_ptr<ForeignTensor> owned(static_cast<ForeignTensor*>(self->manager_ctx));
+    ++*owned->deleted;
+  };
+  return &f.release()->managed;
+}
+
+TEST(DLPack, ToDLPackDescribesTheTensor) {
+  const Tensor a = tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  DLManagedTensor* m = to_dlpack(a);
+  const DLTensor& dl = m->dl_tensor;
+  EXPECT_EQ(dl.data, a.data_ptr());
+  EXPECT_EQ(dl.byte_offset, 0u);
+  EXPECT_EQ(dl.device.device_type, kDLCPU);
+  EXPECT_EQ(dl.ndim, 2);
+  EXPECT_EQ(dl.dtype.code, kDLFloat);
+  EXPECT_EQ(dl.dtype.bits, 32);
+  EXPECT_EQ(dl.dtype.lanes, 1);
+  EXPECT_EQ(std::vector<int64_t>(dl.shape, dl.shape + 2), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(std::vector<int64_t>(dl.strides, dl.strides + 2), (std::vector<int64_t>{3, 1}));
+  m->deleter(m);
+}
+
+TEST(DLPack, StridesAndOffsetOfAViewAreInElements) {
+  const Tensor a = tensor<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor t(a.storage(), DType::F32, {2, 2}, {1, 3}, 1);  // columns 1..2, transposed
+  DLManagedTensor* m = to_dlpack(t);
+  EXPECT_EQ(std::vector<int64_t>(m->dl_tensor.strides, m->dl_tensor.strides + 2), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(*static_cast<const float*>(m->dl_tensor.data), 2.0f);
+  m->deleter(m);
+}
+
+TEST(DLPack, ExportKeepsTheStorageAliveUntilTheDeleterRuns) {
+  DLManagedTensor* m = nullptr;
+  std::weak_ptr<Storage> storage;
+  {
+    const Tensor a = tensor<int64_t>({10, 20, 30});
+    storage = a.storage();
+    m = to_dlpack(a);
+  }
+  EXPECT_FALSE(storage.expired());
+  EXPECT_EQ(static_cast<const int64_t*>(m->dl_tensor.data)[2], 30);
+  m->deleter(m);
+  EXPECT_TRUE(storage.expired());
+}
+
+TEST(DLPack, RoundTripSharesMemoryWithoutACopy) {
+  Tensor a = tensor<float>({1, 2, 3, 4}, {2, 2});
+  Tensor b = from_dlpack(to_dlpack(a));
+  EXPECT_EQ(b.data_ptr(), a.data_ptr());
+  EXPECT_EQ(b.shape(), a.shape());
+  EXPECT_EQ(b.strides(), a.strides());
+  EXPECT_EQ(b.dtype(), DType::F32);
+  a.data<float>()[3] = 40.0f;
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{1, 2, 3, 40}));
+}
+
+TEST(DLPack, EveryDtypeRoundTrips) {
+  for (DType dtype :
+       {DType::Bool, DType::U8, DType::I32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64}) {
+    const Tensor a = ones({3}, dtype);
+    const Tensor b = from_dlpack(to_dlpack(a));
+    EXPECT_EQ(b.dtype(), dtype) << dtype;
+    EXPECT_EQ(b.data_ptr(), a.data_ptr()) << dtype;
+  }
+  DLManagedTensor* m = to_dlpack(zeros({1}, DType::Bool));
+  EXPECT_EQ(m->dl_tensor.dtype.code, 6) << "kDLBool of DLPack 0.8";
+  EXPECT_EQ(m->dl_tensor.dtype.bits, 8);
+  m->deleter(m);
+}
+
+TEST(DLPack, ForeignMemoryIsWrappedAndItsDeleterRunsOnceWhenTheLastViewDies) {
+  int deleted = 0;
+  DLManagedTensor* m = make_foreign({1, 2, 3, 4, 5, 6}, {2, 3}, {}, &deleted);
+  const void* buffer = m->dl_tensor.data;
+  {
+    Tensor t = from_dlpack(m);
+    EXPECT_EQ(t.data_ptr(), buffer);
+    EXPECT_TRUE(t.is_contiguous());
+    Tensor row = t.select(0, 1);
+    t = Tensor();
+    EXPECT_EQ(deleted, 0) << "a view still uses the memory";
+    EXPECT_EQ(row.to_vector<float>(), (std::vector<float>{4, 5, 6}));
+  }
+  EXPECT_EQ(deleted, 1);
+}
+
+TEST(DLPack, ForeignStridesAndByteOffsetAreHonoured) {
+  int deleted = 0;
+  // A column-major 2x3 matrix [[1, 2, 3], [4, 5, 6]], starting one float into the buffer.
+  DLManagedTensor* m = make_foreign({-1, 1, 4, 2, 5, 3, 6}, {2, 3}, {1, 2}, &deleted);
+  m->dl_tensor.byte_offset = sizeof(float);
+  const Tensor t = from_dlpack(m);
+  EXPECT_EQ(t.strides(), (Strides{1, 2}));
+  EXPECT_FALSE(t.is_contiguous());
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(DLPack, UnsupportedDtypesAreRejectedAndTheCallerKeepsOwnership) {
+  int deleted = 0;
+  DLManagedTensor* m = make_foreign({1, 2}, {2}, {}, &deleted);
+  for (DLDataType t : {DLDataType{kDLComplex, 64, 1}, DLDataType{kDLFloat, 32, 4}, DLDataType{kDLInt, 16, 1},
+                       DLDataType{kDLUInt, 64, 1}, DLDataType{kDLOpaqueHandle, 64, 1}}) {
+    m->dl_tensor.dtype = t;
+    EXPECT_THROW(from_dlpack(m), DTypeError);
+  }
+  m->dl_tensor.dtype = {kDLInt, 16, 1};
+  try {
+    from_dlpack(m);
+  } catch (const DTypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("int16"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(deleted, 0) << "a failed import must not consume the tensor";
+  m->deleter(m);
+  EXPECT_EQ(deleted, 1);
+}
+
+TEST(DLPack, UnsupportedDevicesAndLayoutsAreRejected) {
+  int deleted = 0;
+  DLManagedTensor* m = make_foreign({1, 2}, {2}, {}, &deleted);
+  m->dl_tensor.device = {kDLOpenCL, 0};
+  try {
+    from_dlpack(m);
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("device type 4"), std::string::npos) << e.what();
+  }
+  if (!cuda::is_available()) {
+    m->dl_tensor.device = {kDLCUDA, 0};
+    EXPECT_THROW(from_dlpack(m), DeviceUnavailableError);
+  }
+  m->dl_tensor.device = {kDLCPU, 0};
+  int64_t negative = -1;
+  m->dl_tensor.strides = &negative;
+  EXPECT_THROW(from_dlpack(m), InvalidArgumentError);
+  EXPECT_THROW(from_dlpack(nullptr), InvalidArgumentError);
+  EXPECT_EQ(deleted, 0);
+  m->deleter(m);
+}
+
+class DLPackDevices : public ::testing::TestWithParam<Device> {};
+
+TEST_P(DLPackDevices, DeviceRoundTrip) {
+  const Tensor a = tensor<float>({1, 2, 3}, {}, GetParam());
+  DLManagedTensor* m = to_dlpack(a);
+  EXPECT_EQ(m->dl_tensor.device.device_type, GetParam().is_cpu() ? kDLCPU : kDLCUDA);
+  if (GetParam().is_cuda()) {
+    EXPECT_EQ(m->dl_tensor.device.device_id, a.device().index());
+  }
+  const Tensor b = from_dlpack(m);
+  EXPECT_EQ(b.device(), a.device());
+  EXPECT_EQ(b.data_ptr(), a.data_ptr());
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, DLPackDevices, ::testing::ValuesIn(testing::available_devices()),
+                         [](const auto& info) { return testing::device_test_name(info.param); });
+
+}  // namespace
+}  // namespace strata
