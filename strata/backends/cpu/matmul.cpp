@@ -1,0 +1,224 @@
+// The CPU GEMM (Note [One batched GEMM]): oneDNN's matmul primitive for f32, OpenBLAS for f64 and for small f32
+// products (and for every f32 product in builds without oneDNN); f16/bf16 go through f32.
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#if STRATA_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+#include "strata/core/error.h"
+#include "strata/core/half.h"
+#include "strata/ops/matmul_kernels.h"
+#include "strata/runtime/parallel.h"
+
+namespace strata::cpu {
+
+namespace {
+
+// Note [Choosing the CPU GEMM]
+// Measured with bench/matmul_bench on the 2-core AVX-512 build machine (see the bench for the figures): oneDNN's
+// matmul primitive runs on our OpenMP pool and beats OpenBLAS from n = 64 up, where OpenBLAS is held to one thread
+// (Note [One CPU thread pool]) and, while OPENBLAS_CORETYPE=Haswell is set, to AVX2 kernels. Below
+// kSmallGemmFlops the primitive's fixed cost (memory objects, a stream call) dominates and a direct
+// single-threaded cblas_sgemm is faster. oneDNN has no f64 matmul on the CPU, so f64 uses cblas_dgemm with rows
+// (or batch entries) split over our pool.
+constexpr double kSmallGemmFlops = 2.0 * 32 * 32 * 32;
+// Products below this many flops run on the calling thread: dispatching to the pool costs more.
+constexpr double kParallelGemmFlops = 2.0 * 64 * 64 * 64;
+// Primitives are cached by shape; a model has few distinct shapes, so the cache is simply dropped when full.
+constexpr std::size_t kPrimitiveCacheSize = 512;
+
+struct Gemm {
+  int64_t batch, m, n, k;
+  const TensorView& out;
+  const TensorView& a;
+  const TensorView& b;
+  double alpha, beta;
+  double flops() const { return 2.0 * static_cast<double>(batch) * m * n * k; }
+};
+
+#if STRATA_HAVE_DNNL
+[[noreturn]] void throw_dnnl(const char* op, const dnnl::error& e) {
+  STRATA_THROW(BackendError, "{}: oneDNN matmul failed: {} (status {})", op, e.what(), static_cast<int>(e.status));
+}
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::memory::desc matrix_desc(const TensorView& v, int64_t batch) {
+  // A broadcast operand is one matrix of batch size 1 (oneDNN broadcasts batch dims of size 1, not stride 0).
+  const bool broadcast = batch > 1 && v.strides[0] == 0;
+  const int64_t rows = v.shape[1], cols = v.shape[2];
+  const int64_t extent = std::max(rows * v.strides[1], cols * v.strides[2]);
+  return dnnl::memory::desc({broadcast ? 1 : batch, rows, cols}, dnnl::memory::data_type::f32,
+                            {broadcast || batch == 1 ? extent : v.strides[0], v.strides[1], v.strides[2]});
+}
+
+// The cached primitive for one shape, layout and (alpha, beta).
+dnnl::matmul matmul_primitive(const Gemm& g, const dnnl::memory::desc& a, const dnnl::memory::desc& b,
+                              const dnnl::memory::desc& out) {
+  using Key = std::array<int64_t, 16>;
+  const auto bits = [](double x) { return static_cast<int64_t>(std::bit_cast<uint32_t>(static_cast<float>(x))); };
+  const Key key{g.batch, g.m, g.n, g.k, a.dims()[0], b.dims()[0], g.a.strides[0], g.a.strides[1], g.a.strides[2],
+                g.b.strides[0], g.b.strides[1], g.b.strides[2], bits(g.alpha), bits(g.beta), 0, 0};
+  static std::mutex mutex;
+  static std::map<Key, dnnl::matmul> cache;
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  dnnl::primitive_attr attr;
+  if (g.alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(g.alpha)});
+  if (g.beta != 0.0) {
+    dnnl::post_ops post;
+    post.append_sum(static_cast<float>(g.beta));
+    attr.set_post_ops(post);
+  }
+  dnnl::matmul primitive(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, out), attr, cpu_engine()));
+  std::lock_guard lock(mutex);
+  if (cache.size() >= kPrimitiveCacheSize) cache.clear();
+  cache.emplace(key, primitive);
+  return primitive;
+}
+
+void onednn_sgemm(const char* op, const Gemm& g, float* out, const float* a, const float* b) {
+  try {
+    const dnnl::memory::desc ad = matrix_desc(g.a, g.batch), bd = matrix_desc(g.b, g.batch);
+    const dnnl::memory::desc od({g.batch, g.m, g.n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::abc);
+    const dnnl::matmul primitive = matmul_primitive(g, ad, bd, od);
+    thread_local dnnl::stream stream(cpu_engine());
+    primitive.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(ad, cpu_engine(), const_cast<float*>(a))},
+                               {DNNL_ARG_WEIGHTS, dnnl::memory(bd, cpu_engine(), const_cast<float*>(b))},
+                               {DNNL_ARG_DST, dnnl::memory(od, cpu_engine(), out)}});
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    throw_dnnl(op, e);
+  }
+}
+
+#endif
+
+// cblas_sgemm or cblas_dgemm (one thread each, Note [One CPU thread pool]) over every batch entry, with batch
+// entries or else row blocks spread over our pool when the product is large enough.
+template <typename T>
+void blas_gemm(const Gemm& g, T* out, const T* a, const T* b) {
+  const CBLAS_TRANSPOSE ta = ops::gemm_transposed(g.a) ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = ops::gemm_transposed(g.b) ? CblasTrans : CblasNoTrans;
+  const auto lda = static_cast<int>(ops::gemm_leading_dim(g.a)), ldb = static_cast<int>(ops::gemm_leading_dim(g.b));
+  const auto run = [&](int64_t i, int64_t row0, int64_t rows) {
+    const T* ai = a + i * g.a.strides[0] + row0 * g.a.strides[1];
+    const T* bi = b + i * g.b.strides[0];
+    T* oi = out + i * g.m * g.n + row0 * g.n;
+    const auto m = static_cast<int>(rows), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+    if constexpr (std::is_same_v<T, float>) {
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(g.alpha), ai, lda, bi, ldb,
+                  static_cast<float>(g.beta), oi, n);
+    } else {
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, g.alpha, ai, lda, bi, ldb, g.beta, oi, n);
+    }
+  };
+  const int threads = num_threads();  // also makes sure OpenBLAS was told to use one thread
+  if (g.flops() < kParallelGemmFlops || threads == 1) {
+    for (int64_t i = 0; i < g.batch; ++i) run(i, 0, g.m);
+  } else if (g.batch >= threads) {
+    parallel_for(g.batch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) run(i, 0, g.m);
+    });
+  } else {
+    // Row blocks of whole cache lines of out, as even as the pool allows.
+    const int64_t block = std::max<int64_t>(16, (g.m + threads - 1) / threads);
+    const int64_t blocks = (g.m + block - 1) / block;
+    parallel_for(g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        const int64_t row0 = j % blocks * block;
+        run(j / blocks, row0, std::min(block, g.m - row0));
+      }
+    });
+  }
+}
+
+void sgemm([[maybe_unused]] const char* op, const Gemm& g, float* out, const float* a, const float* b) {
+#if STRATA_HAVE_DNNL
+  if (g.flops() >= kSmallGemmFlops) return onednn_sgemm(op, g, out, a, b);
+#endif
+  blas_gemm<float>(g, out, a, b);
+}
+
+// f16/bf16: the operands converted to contiguous f32, the f32 GEMM, and the result converted back.
+template <typename T>
+void reduced_precision_gemm(const char* op, const Gemm& g) {
+  const auto to_f32 = [](const TensorView& v, int64_t rows, int64_t cols, int64_t batch) {
+    std::vector<float> dense(static_cast<std::size_t>(batch * rows * cols));
+    const T* src = v.ptr<T>();
+    for (int64_t i = 0; i < batch; ++i)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          dense[static_cast<std::size_t>((i * rows + r) * cols + c)] =
+              static_cast<float>(src[i * v.strides[0] + r * v.strides[1] + c * v.strides[2]]);
+    return dense;
+  };
+  const int64_t a_batch = g.a.strides[0] == 0 ? 1 : g.batch, b_batch = g.b.strides[0] == 0 ? 1 : g.batch;
+  const std::vector<float> a = to_f32(g.a, g.m, g.k, a_batch), b = to_f32(g.b, g.k, g.n, b_batch);
+  std::vector<float> out = g.beta != 0.0 ? to_f32(g.out, g.m, g.n, g.batch)
+                                         : std::vector<float>(static_cast<std::size_t>(g.batch * g.m * g.n));
+  TensorView av = g.a, bv = g.b, ov = g.out;
+  av.dtype = bv.dtype = ov.dtype = DType::F32;
+  av.strides = {a_batch == 1 ? 0 : g.m * g.k, g.k, 1};
+  bv.strides = {b_batch == 1 ? 0 : g.k * g.n, g.n, 1};
+  sgemm(op, Gemm{g.batch, g.m, g.n, g.k, ov, av, bv, g.alpha, g.beta}, out.data(), a.data(), b.data());
+  T* dst = g.out.ptr<T>();
+  for (std::size_t i = 0; i < out.size(); ++i) dst[i] = T(out[i]);
+}
+
+// k == 0: out = beta * out, as BLAS defines it (beta == 0 writes zeros without reading out).
+template <typename T>
+void scale_out(const TensorView& out, double beta) {
+  T* p = out.ptr<T>();
+  const int64_t n = out.numel();
+  for (int64_t i = 0; i < n; ++i) p[i] = beta == 0.0 ? T(0.0f) : T(static_cast<float>(beta * static_cast<double>(p[i])));
+}
+
+// TF32 is a GPU format; the CPU computes f32 products in f32 whatever the setting.
+void gemm_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& a, const TensorView& b,
+                 double alpha, double beta, bool /*allow_tf32*/) {
+  const Gemm g{out.shape[0], out.shape[1], out.shape[2], a.shape[2], out, a, b, alpha, beta};
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  STRATA_CHECK(std::max({g.m, g.n, g.k, ops::gemm_leading_dim(a), ops::gemm_leading_dim(b)}) <= kMaxInt,
+               NotImplementedError, "{}: matrices with a dimension above {} are not supported on the CPU (got "
+               "{}x{} @ {}x{})", call.op, kMaxInt, g.m, g.k, g.k, g.n);
+  if (g.k == 0) {
+    visit_dtype(out.dtype, [&](auto t) {
+      if constexpr (std::is_floating_point_v<decltype(t)> || std::is_same_v<decltype(t), Half> ||
+                    std::is_same_v<decltype(t), BFloat16>) {
+        scale_out<decltype(t)>(out, beta);
+      }
+    });
+    return;
+  }
+  switch (out.dtype) {
+    case DType::F32: return sgemm(call.op, g, out.ptr<float>(), a.ptr<float>(), b.ptr<float>());
+    case DType::F64: return blas_gemm<double>(g, out.ptr<double>(), a.ptr<double>(), b.ptr<double>());
+    case DType::F16: return reduced_precision_gemm<Half>(call.op, g);
+    case DType::BF16: return reduced_precision_gemm<BFloat16>(call.op, g);
+    default:
+      STRATA_THROW(DTypeError, "{}: the CPU GEMM does not support {} tensors", call.op, out.dtype);
+  }
+}
+
+}  // namespace
+
+STRATA_REGISTER_KERNEL("gemm", CPU, GemmFn, gemm_kernel);
+
+}  // namespace strata::cpu

@@ -1,0 +1,377 @@
+// The caching allocator: see Note [The caching allocator] and Note [Why blocks are per stream] in allocator.h.
+#include "strata/runtime/allocator.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <set>
+#include <unordered_set>
+#include <utility>
+
+#include "strata/core/error.h"
+#include "strata/runtime/memory_report.h"
+#include "strata/runtime/plugin.h"
+#include "strata/runtime/transfer.h"
+
+namespace strata {
+
+namespace {
+
+constexpr std::size_t kMinBlockSize = 512;                     // every size is rounded up to a multiple of this
+constexpr std::size_t kSmallSize = std::size_t{1} << 20;       // requests up to 1 MiB use the small pool
+constexpr std::size_t kSmallBuffer = std::size_t{2} << 20;     // segments of the small pool
+constexpr std::size_t kLargeBuffer = std::size_t{20} << 20;    // segments for large requests under kMinLargeAlloc
+constexpr std::size_t kMinLargeAlloc = std::size_t{10} << 20;  // from here segments fit the request
+constexpr std::size_t kRoundLarge = std::size_t{2} << 20;      // which are rounded to 2 MiB
+// Larger requests cannot be rounded without overflow; no device has that much memory anyway.
+constexpr std::size_t kMaxRequest = std::numeric_limits<std::size_t>::max() / 2;
+
+std::size_t round_up(std::size_t n, std::size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+std::size_t rounded_size(std::size_t bytes) { return round_up(bytes, kMinBlockSize); }
+
+std::size_t segment_size(std::size_t size) {
+  if (size <= kSmallSize) return kSmallBuffer;
+  if (size < kMinLargeAlloc) return kLargeBuffer;
+  return round_up(size, kRoundLarge);
+}
+
+struct Block;
+
+// Cached blocks are ordered by stream first, so that a lookup never leaves its stream, then by size (best fit).
+struct BlockOrder {
+  bool operator()(const Block* a, const Block* b) const;
+};
+using Pool = std::set<Block*, BlockOrder>;
+
+// A piece of a segment. The blocks of one segment form a list in address order; the first block of a segment
+// (prev == nullptr) is never deleted while the segment lives, because merging keeps the lower block.
+struct Block {
+  void* ptr = nullptr;
+  std::size_t size = 0;
+  NativeStream stream = nullptr;
+  Pool* pool = nullptr;
+  std::size_t requested = 0;  // while allocated: the bytes the caller asked for
+  bool allocated = false;
+  Block* prev = nullptr;
+  Block* next = nullptr;
+};
+
+bool BlockOrder::operator()(const Block* a, const Block* b) const {
+  if (a->stream != b->stream) return std::less<>()(a->stream, b->stream);
+  if (a->size != b->size) return a->size < b->size;
+  return std::less<>()(a->ptr, b->ptr);
+}
+
+void add(Stat& stat, int64_t delta) {
+  stat.current += delta;
+  if (delta > 0) stat.total += delta;
+  stat.peak = std::max(stat.peak, stat.current);
+}
+
+int64_t as_signed(std::size_t n) { return static_cast<int64_t>(n); }
+
+class BackendMemoryResource final : public MemoryResource {
+ public:
+  BackendMemoryResource(Backend& backend, Device device)
+      : backend_(backend), device_(device), index_(backend_index(device)) {}
+  Device device() const override { return device_; }
+  void* allocate(std::size_t bytes) override { return backend_.raw_allocate(index_, bytes); }
+  void free(void* ptr, std::size_t bytes) override { backend_.raw_free(index_, ptr, bytes); }
+  MemoryInfo memory_info() const override { return backend_.memory_info(index_); }
+
+ private:
+  Backend& backend_;
+  Device device_;
+  int index_;
+};
+
+}  // namespace
+
+std::unique_ptr<MemoryResource> make_backend_memory_resource(Backend& backend, Device device) {
+  return std::make_unique<BackendMemoryResource>(backend, device);
+}
+
+struct CachingAllocator::State {
+  std::unique_ptr<MemoryResource> resource;
+  Device device;
+  mutable std::mutex mutex;
+  Pool small_pool;
+  Pool large_pool;
+  std::unordered_set<Block*> segments;  // the first block of every segment
+  MemoryStats stats;
+
+  // The best-fitting cached block for `size` on `stream`, taken out of its pool; nullptr when none fits.
+  Block* take_cached(Pool& pool, NativeStream stream, std::size_t size) {
+    Block key;
+    key.stream = stream;
+    key.size = size;
+    const auto it = pool.lower_bound(&key);
+    if (it == pool.end() || (*it)->stream != stream) return nullptr;
+    Block* block = *it;
+    pool.erase(it);
+    return block;
+  }
+
+  // Cuts `block` down to `size` when the rest is worth keeping as a block of its own: any rest in the small pool,
+  // more than 1 MiB in the large pool (smaller rests stay with the block, counted as active but not allocated).
+  void split(Block* block, std::size_t size) {
+    const std::size_t rest_size = block->size - size;
+    const bool worth_it = block->pool == &small_pool ? rest_size >= kMinBlockSize : rest_size > kSmallSize;
+    if (!worth_it) return;
+    auto rest = std::make_unique<Block>();
+    rest->ptr = static_cast<char*>(block->ptr) + size;
+    rest->size = rest_size;
+    rest->stream = block->stream;
+    rest->pool = block->pool;
+    rest->prev = block;
+    rest->next = block->next;
+    if (block->next != nullptr) block->next->prev = rest.get();
+    block->next = rest.get();
+    block->size = size;
+    block->pool->insert(rest.release());
+  }
+
+  // Merges the free block `block` with free neighbours, keeping the lower block, and puts the result in its pool.
+  void free_block(Block* block) {
+    if (Block* prev = block->prev; prev != nullptr && !prev->allocated) {
+      prev->pool->erase(prev);
+      absorb_next(prev);
+      block = prev;
+    }
+    if (Block* next = block->next; next != nullptr && !next->allocated) {
+      next->pool->erase(next);
+      absorb_next(block);
+    }
+    block->pool->insert(block);
+  }
+
+  static void absorb_next(Block* block) {
+    std::unique_ptr<Block> next(block->next);
+    block->size += next->size;
+    block->next = next->next;
+    if (block->next != nullptr) block->next->prev = block;
+  }
+
+  Block* new_segment(Pool& pool, NativeStream stream, void* ptr, std::size_t bytes) {
+    auto block = std::make_unique<Block>();
+    block->ptr = ptr;
+    block->size = bytes;
+    block->stream = stream;
+    block->pool = &pool;
+    segments.insert(block.get());
+    add(stats.reserved_bytes, as_signed(bytes));
+    add(stats.reserved_segments, 1);
+    ++stats.backend_allocations;
+    return block.release();
+  }
+
+  // Returns every cached segment that is wholly free to the backend; the bytes released.
+  std::size_t release_cached_segments() {
+    std::size_t released = 0;
+    for (Pool* pool : {&small_pool, &large_pool}) {
+      for (auto it = pool->begin(); it != pool->end();) {
+        Block* block = *it;
+        if (block->prev != nullptr || block->next != nullptr) {
+          ++it;
+          continue;
+        }
+        resource->free(block->ptr, block->size);  // when this throws, the segment stays cached
+        it = pool->erase(it);
+        std::unique_ptr<Block> owned(block);
+        segments.erase(block);
+        released += block->size;
+        add(stats.reserved_bytes, -as_signed(block->size));
+        add(stats.reserved_segments, -1);
+        ++stats.backend_frees;
+      }
+    }
+    return released;
+  }
+
+  bool fits_limit(std::size_t bytes) const {
+    return !stats.limit_bytes || as_signed(bytes) <= *stats.limit_bytes - stats.reserved_bytes.current;
+  }
+
+  // The segment to ask the backend for: the usual size, or just the request when only that fits the limit.
+  std::size_t segment_for(std::size_t size) const {
+    const std::size_t usual = segment_size(size);
+    return fits_limit(usual) ? usual : size;
+  }
+
+  std::size_t largest_free_block() const {
+    std::size_t largest = 0;
+    for (const Pool* pool : {&small_pool, &large_pool}) {
+      for (const Block* block : *pool) largest = std::max(largest, block->size);
+    }
+    return largest;
+  }
+
+  [[noreturn]] void throw_out_of_memory(std::size_t requested, std::size_t size, const char* op, bool by_limit) {
+    ++stats.oom_count;
+    OutOfMemoryReport report;
+    const char* running = op != nullptr ? op : current_op();
+    report.op = running != nullptr ? running : "allocation";
+    report.device = device;
+    report.requested = requested;
+    report.rounded = size;
+    try {
+      report.device_memory = resource->memory_info();
+    } catch (const Error&) {
+      // The message says the figures are unknown; the out-of-memory error matters more.
+    }
+    report.allocated = static_cast<std::size_t>(stats.allocated_bytes.current);
+    report.reserved = static_cast<std::size_t>(stats.reserved_bytes.current);
+    report.largest_free_block = largest_free_block();
+    if (stats.limit_bytes) report.limit = static_cast<std::size_t>(*stats.limit_bytes);
+    report.stopped_by_limit = by_limit;
+    throw OutOfMemoryError(out_of_memory_message(report));
+  }
+
+  // Gets a new segment for a block of `size` from the backend, checking the limit first; on failure releases the
+  // cache and tries once more, then throws OutOfMemoryError.
+  Block* reserve(Pool& pool, NativeStream stream, std::size_t requested, std::size_t size, const char* op) {
+    if (size > kMaxRequest) throw_out_of_memory(requested, requested, op, false);
+    std::size_t bytes = segment_for(size);
+    if (!fits_limit(bytes)) {
+      if (release_cached_segments() > 0) ++stats.retries;
+      bytes = segment_for(size);
+      if (!fits_limit(bytes)) throw_out_of_memory(requested, size, op, true);
+    }
+    void* ptr = resource->allocate(bytes);
+    if (ptr == nullptr && release_cached_segments() > 0) {
+      ++stats.retries;
+      ptr = resource->allocate(bytes);
+    }
+    // A device that cannot give the usual segment may still hold the request itself.
+    if (ptr == nullptr && bytes > size) {
+      bytes = size;
+      ptr = resource->allocate(bytes);
+    }
+    if (ptr == nullptr) throw_out_of_memory(requested, size, op, false);
+    return new_segment(pool, stream, ptr, bytes);
+  }
+};
+
+CachingAllocator::CachingAllocator(std::unique_ptr<MemoryResource> resource) : state_(std::make_unique<State>()) {
+  STRATA_CHECK(resource != nullptr, InvalidArgumentError, "CachingAllocator: the memory resource is null");
+  state_->device = resource->device();
+  state_->resource = std::move(resource);
+}
+
+// Segments still in use when the allocator goes are left to their holders (freeing memory that may still be read
+// would be worse than leaking it); only their bookkeeping is dropped.
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard lock(state_->mutex);
+  try {
+    state_->release_cached_segments();
+  } catch (const Error&) {
+    // A backend that fails while shutting down keeps its memory; nothing else can be done in a destructor.
+  }
+  for (Block* head : state_->segments) {
+    for (Block* block = head; block != nullptr;) {
+      std::unique_ptr<Block> owned(block);
+      block = block->next;
+    }
+  }
+}
+
+Device CachingAllocator::device() const { return state_->device; }
+
+DataPtr CachingAllocator::allocate(std::size_t bytes, NativeStream stream, const char* op) {
+  if (bytes == 0) return {};
+  State& s = *state_;
+  std::lock_guard lock(s.mutex);
+  const std::size_t size = bytes > kMaxRequest ? bytes : rounded_size(bytes);
+  Pool& pool = size <= kSmallSize ? s.small_pool : s.large_pool;
+  Block* block = s.take_cached(pool, stream, size);
+  if (block == nullptr) block = s.reserve(pool, stream, bytes, size, op);
+  s.split(block, size);
+  block->allocated = true;
+  block->requested = bytes;
+  add(s.stats.allocated_bytes, as_signed(size));
+  add(s.stats.active_bytes, as_signed(block->size));
+  add(s.stats.allocated_blocks, 1);
+  add(s.stats.active_blocks, 1);
+  s.stats.requested_bytes += as_signed(bytes);
+  return DataPtr(block->ptr, bytes, s.device, this, block);
+}
+
+void CachingAllocator::release(void* opaque) {
+  State& s = *state_;
+  std::lock_guard lock(s.mutex);
+  auto* block = static_cast<Block*>(opaque);
+  add(s.stats.allocated_bytes, -as_signed(rounded_size(block->requested)));
+  add(s.stats.active_bytes, -as_signed(block->size));
+  add(s.stats.allocated_blocks, -1);
+  add(s.stats.active_blocks, -1);
+  s.stats.requested_bytes -= as_signed(block->requested);
+  block->allocated = false;
+  block->requested = 0;
+  s.free_block(block);
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard lock(state_->mutex);
+  state_->release_cached_segments();
+}
+
+MemoryStats CachingAllocator::stats() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->stats;
+}
+
+void CachingAllocator::reset_peak_stats() {
+  std::lock_guard lock(state_->mutex);
+  MemoryStats& s = state_->stats;
+  for (Stat* stat : {&s.allocated_bytes, &s.reserved_bytes, &s.active_bytes, &s.allocated_blocks, &s.reserved_segments,
+                     &s.active_blocks}) {
+    stat->peak = stat->current;
+  }
+}
+
+void CachingAllocator::set_limit(std::optional<std::size_t> bytes) {
+  STRATA_CHECK(!bytes || *bytes <= static_cast<std::size_t>(std::numeric_limits<int64_t>::max()), InvalidArgumentError,
+               "set_limit: a limit of {} bytes on {} is too large", bytes.value_or(0), state_->device);
+  std::lock_guard lock(state_->mutex);
+  state_->stats.limit_bytes = bytes ? std::optional<int64_t>(as_signed(*bytes)) : std::nullopt;
+}
+
+std::optional<std::size_t> CachingAllocator::limit() const {
+  std::lock_guard lock(state_->mutex);
+  const auto& limit = state_->stats.limit_bytes;
+  return limit ? std::optional<std::size_t>(static_cast<std::size_t>(*limit)) : std::nullopt;
+}
+
+std::size_t CachingAllocator::largest_free_block() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->largest_free_block();
+}
+
+std::string CachingAllocator::summary() const {
+  std::lock_guard lock(state_->mutex);
+  return format_memory_summary(state_->device, state_->stats, state_->largest_free_block());
+}
+
+DataPtr& DataPtr::operator=(DataPtr&& other) noexcept {
+  if (this != &other) {
+    reset();
+    ptr_ = std::exchange(other.ptr_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    device_ = other.device_;
+    owner_ = std::exchange(other.owner_, nullptr);
+    block_ = std::exchange(other.block_, nullptr);
+  }
+  return *this;
+}
+
+void DataPtr::reset() {
+  if (owner_ != nullptr && block_ != nullptr) owner_->release(block_);
+  ptr_ = nullptr;
+  size_ = 0;
+  owner_ = nullptr;
+  block_ = nullptr;
+}
+
+}  // namespace strata

@@ -1,0 +1,87 @@
+// The per-device allocators behind allocate(), memory_stats() and friends (declared at the end of allocator.h).
+#include <cmath>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "strata/core/error.h"
+#include "strata/runtime/allocator.h"
+#include "strata/runtime/memory_limit.h"
+#include "strata/runtime/plugin.h"
+#include "strata/runtime/registry.h"
+#include "strata/runtime/stream.h"
+
+namespace strata {
+
+namespace {
+
+struct DeviceAllocators {
+  std::mutex mutex;
+  std::unordered_map<Device, std::unique_ptr<CachingAllocator>> by_device;
+};
+
+// Note [Device allocators live until the process ends]
+// Tensors held by static objects may be freed after main() returns, and the backends that memory goes back to
+// are statics themselves, destroyed in an order we do not control. So the allocators are never destroyed: the
+// operating system takes the memory back at exit, as with PyTorch's CUDA caching allocator.
+DeviceAllocators& device_allocators() {
+  static DeviceAllocators* const all = std::make_unique<DeviceAllocators>().release();
+  return *all;
+}
+
+std::size_t total_memory(Device device) { return backend(device).memory_info(backend_index(device)).total; }
+
+}  // namespace
+
+CachingAllocator& allocator(Device device) {
+  device = resolve(device);
+  Backend& device_backend = backend(device);  // throws DeviceUnavailableError for absent devices
+  DeviceAllocators& all = device_allocators();
+  std::lock_guard lock(all.mutex);
+  if (const auto it = all.by_device.find(device); it != all.by_device.end()) return *it->second;
+  auto created = std::make_unique<CachingAllocator>(make_backend_memory_resource(device_backend, device));
+  // A malformed STRATA_MEMORY_LIMIT throws here, on every use of the device, until it is fixed.
+  if (const auto limit = memory_limit_from_environment(device)) {
+    created->set_limit(limit->bytes ? *limit->bytes : limit->resolve(total_memory(device)));
+  }
+  return *all.by_device.emplace(device, std::move(created)).first->second;
+}
+
+DataPtr allocate(Device device, std::size_t bytes) {
+  device = resolve(device);
+  return allocator(device).allocate(bytes, current_stream(device).native());
+}
+
+MemoryStats memory_stats(Device device) { return allocator(device).stats(); }
+
+void reset_peak_stats(Device device) { allocator(device).reset_peak_stats(); }
+
+void empty_cache(std::optional<Device> device) {
+  if (device) {
+    allocator(*device).empty_cache();
+    return;
+  }
+  std::vector<CachingAllocator*> existing;
+  {
+    DeviceAllocators& all = device_allocators();
+    std::lock_guard lock(all.mutex);
+    for (const auto& [d, a] : all.by_device) existing.push_back(a.get());
+  }
+  for (CachingAllocator* a : existing) a->empty_cache();
+}
+
+void set_memory_limit(Device device, std::size_t bytes) { allocator(device).set_limit(bytes); }
+
+void set_memory_fraction(Device device, double fraction) {
+  device = resolve(device);
+  STRATA_CHECK(fraction > 0.0 && fraction <= 1.0, InvalidArgumentError,
+               "set_memory_fraction: the fraction for {} must be in (0, 1], not {}", device, fraction);
+  CachingAllocator& a = allocator(device);
+  a.set_limit(static_cast<std::size_t>(std::floor(fraction * static_cast<double>(total_memory(device)))));
+}
+
+void clear_memory_limit(Device device) { allocator(device).set_limit(std::nullopt); }
+
+std::string memory_summary(Device device) { return allocator(device).summary(); }
+
+}  // namespace strata
