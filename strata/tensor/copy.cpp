@@ -8,6 +8,7 @@
 #include "strata/runtime/registry.h"
 #include "strata/runtime/transfer.h"
 #include "strata/tensor/factories.h"
+#include "strata/tensor/grad_hook.h"
 #include "strata/tensor/op_call.h"
 
 namespace strata {
@@ -25,6 +26,11 @@ Tensor Tensor::to(DType dtype) const {
   if (dtype == this->dtype()) return *this;
   Tensor out = empty(shape(), TensorOptions(dtype).device(device()));
   out.copy_(*this);
+  // Only floating results carry gradients; the gradient goes back in the input's dtype.
+  if (is_floating(dtype) && detail::needs_grad({this})) {
+    const DType from = this->dtype();
+    detail::record("to", {this}, out, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
+  }
   return out;
 }
 
@@ -50,9 +56,13 @@ Tensor Tensor::copy_to(Device device, bool non_blocking) const {
 Tensor Tensor::clone() const {
   Tensor out = empty(shape(), TensorOptions(dtype()).device(device()));
   out.copy_(*this);
+  if (detail::needs_grad({this})) {
+    detail::record("clone", {this}, out, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  }
   return out;
 }
 
+// contiguous() is differentiable through clone().
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor& Tensor::copy_(const Tensor& src) {

@@ -7,6 +7,7 @@
 #include "strata/ops/checks.h"
 #include "strata/ops/elementwise_kernels.h"
 #include "strata/runtime/transfer.h"
+#include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/op_call.h"
@@ -213,6 +214,42 @@ DType pow_type(const Tensor& a, const Scalar& exponent) {
   return dtype;
 }
 
+// --- derivatives (Note [Autograd hooks in the tensors layer]); they run under NoGradGuard ---
+
+using detail::grad_like;
+
+/// Records a binary op whose input gradients are g * da and g * db (each summed back to its input's shape).
+template <typename Fa, typename Fb>
+Tensor& record_binary(const char* op, const Tensor& a, const Tensor& b, Tensor& out, Fa da, Fb db) {
+  const bool ra = a.requires_grad(), rb = b.requires_grad();
+  detail::record(op, {&a, &b}, out, [a, b, ra, rb, da, db](const Tensor& g) {
+    return std::vector<Tensor>{ra ? grad_like(da(g), a) : Tensor(), rb ? grad_like(db(g), b) : Tensor()};
+  });
+  return out;
+}
+
+/// Records a unary op whose input gradient is f(g).
+template <typename F>
+Tensor& record_unary(const char* op, const Tensor& a, Tensor& out, F f) {
+  detail::record(op, {&a}, out, [a, f](const Tensor& g) { return std::vector<Tensor>{grad_like(f(g), a)}; });
+  return out;
+}
+
+Tensor zero_of(const Tensor& g) { return scalar_tensor(0, TensorOptions(g.dtype()).device(g.device())); }
+
+/// -1, 0 or 1 as `a` is negative, zero or positive, in g's dtype.
+Tensor sign_of(const Tensor& a, const Tensor& g) {
+  const Tensor zero = zero_of(g);
+  const Tensor one = scalar_tensor(1, TensorOptions(g.dtype()).device(g.device()));
+  const Tensor minus_one = scalar_tensor(-1, TensorOptions(g.dtype()).device(g.device()));
+  return where(gt(a, zero), one, where(lt(a, zero), minus_one, zero));
+}
+
+/// The gradient of maximum/minimum to `a`: g where `a` wins, half of g on ties (as PyTorch).
+Tensor extremum_grad(const Tensor& g, const Tensor& wins, const Tensor& ties) {
+  return where(wins, g, where(ties, g * 0.5, zero_of(g)));
+}
+
 }  // namespace
 
 // --- arithmetic ---
@@ -220,7 +257,12 @@ DType pow_type(const Tensor& a, const Scalar& exponent) {
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   const DType dtype = promote_types(a.dtype(), b.dtype());
   check_alpha("add", dtype, alpha);
-  return binary("add", add_slot, a, b, dtype, alpha);
+  Tensor out = binary("add", add_slot, a, b, dtype, alpha);
+  if (detail::needs_grad({&a, &b})) {
+    record_binary("add", a, b, out, [](const Tensor& g) { return g; },
+                  [alpha](const Tensor& g) { return alpha.to_double() == 1.0 ? g : g * alpha; });
+  }
+  return out;
 }
 
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
@@ -228,71 +270,128 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   check_not_bool("sub", b.dtype(), kSubBoolHint);
   const DType dtype = promote_types(a.dtype(), b.dtype());
   check_alpha("sub", dtype, alpha);
-  return binary("sub", add_slot, a, b, dtype, negated(alpha));
+  Tensor out = binary("sub", add_slot, a, b, dtype, negated(alpha));
+  if (detail::needs_grad({&a, &b})) {
+    record_binary("sub", a, b, out, [](const Tensor& g) { return g; },
+                  [alpha](const Tensor& g) { return g * Scalar(-alpha.to_double()); });
+  }
+  return out;
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return binary("mul", mul_slot, a, b, promote_types(a.dtype(), b.dtype()));
+  Tensor out = binary("mul", mul_slot, a, b, promote_types(a.dtype(), b.dtype()));
+  if (detail::needs_grad({&a, &b})) {
+    record_binary("mul", a, b, out, [b](const Tensor& g) { return g * b; }, [a](const Tensor& g) { return g * a; });
+  }
+  return out;
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  return binary("div", div_slot, a, b, floating_type(promote_types(a.dtype(), b.dtype())));
+  Tensor out = binary("div", div_slot, a, b, floating_type(promote_types(a.dtype(), b.dtype())));
+  if (detail::needs_grad({&a, &b})) {
+    record_binary("div", a, b, out, [b](const Tensor& g) { return g / b; },
+                  [b, out](const Tensor& g) { return -(g * out / b); });
+  }
+  return out;
 }
 
 Tensor pow(const Tensor& a, const Tensor& b) {
   const DType dtype = promote_types(a.dtype(), b.dtype());
   check_not_bool("pow", dtype, "");
-  return binary("pow", pow_slot, a, b, dtype);
+  Tensor out = binary("pow", pow_slot, a, b, dtype);
+  if (detail::needs_grad({&a, &b})) {
+    // d/da = b * a^(b-1); d/db = a^b * log(a) (NaN for a <= 0, as the real logarithm).
+    record_binary("pow", a, b, out, [a, b](const Tensor& g) { return g * b * pow(a, b - 1); },
+                  [a, out](const Tensor& g) { return g * out * log(a); });
+  }
+  return out;
 }
 
 Tensor pow(const Tensor& a, const Scalar& exponent) {
   const DType dtype = pow_type(a, exponent);
-  return unary("pow", pow_scalar_slot, a, dtype, dtype, exponent);
+  Tensor out = unary("pow", pow_scalar_slot, a, dtype, dtype, exponent);
+  if (detail::needs_grad({&a})) {
+    const double e = exponent.to_double();
+    record_unary("pow", a, out, [a, e](const Tensor& g) { return e == 0.0 ? g * 0.0 : g * e * pow(a, e - 1); });
+  }
+  return out;
 }
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
-  return binary("maximum", maximum_slot, a, b, promote_types(a.dtype(), b.dtype()));
+  Tensor out = binary("maximum", maximum_slot, a, b, promote_types(a.dtype(), b.dtype()));
+  if (detail::needs_grad({&a, &b})) {
+    record_binary("maximum", a, b, out, [a, b](const Tensor& g) { return extremum_grad(g, gt(a, b), eq(a, b)); },
+                  [a, b](const Tensor& g) { return extremum_grad(g, gt(b, a), eq(a, b)); });
+  }
+  return out;
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
-  return binary("minimum", minimum_slot, a, b, promote_types(a.dtype(), b.dtype()));
+  Tensor out = binary("minimum", minimum_slot, a, b, promote_types(a.dtype(), b.dtype()));
+  if (detail::needs_grad({&a, &b})) {
+    record_binary("minimum", a, b, out, [a, b](const Tensor& g) { return extremum_grad(g, lt(a, b), eq(a, b)); },
+                  [a, b](const Tensor& g) { return extremum_grad(g, lt(b, a), eq(a, b)); });
+  }
+  return out;
 }
 
 // --- unary ---
 
 Tensor neg(const Tensor& a) {
   check_not_bool("neg", a.dtype(), "; use logical_not() to invert a mask");
-  return unary("neg", neg_slot, a, a.dtype(), a.dtype());
+  Tensor out = unary("neg", neg_slot, a, a.dtype(), a.dtype());
+  if (detail::needs_grad({&a})) record_unary("neg", a, out, [](const Tensor& g) { return -g; });
+  return out;
 }
 
 Tensor abs(const Tensor& a) {
   check_not_bool("abs", a.dtype(), "");
-  return unary("abs", abs_slot, a, a.dtype(), a.dtype());
+  Tensor out = unary("abs", abs_slot, a, a.dtype(), a.dtype());
+  if (detail::needs_grad({&a})) record_unary("abs", a, out, [a](const Tensor& g) { return g * sign_of(a, g); });
+  return out;
 }
 
 // Transcendental ops compute integers and bool in f32, as PyTorch does.
-#define STRATA_FLOATING_UNARY(name)                    \
-  Tensor name(const Tensor& a) {                       \
-    const DType dtype = floating_type(a.dtype());      \
-    return unary(#name, name##_slot, a, dtype, dtype); \
+// Each states its derivative as g -> dx from the input `a` and the output `out`.
+#define STRATA_FLOATING_UNARY(name, derivative)                                                 \
+  Tensor name(const Tensor& a) {                                                                \
+    const DType dtype = floating_type(a.dtype());                                               \
+    Tensor out = unary(#name, name##_slot, a, dtype, dtype);                                    \
+    if (detail::needs_grad({&a})) record_unary(#name, a, out, [a, out](const Tensor& g) { \
+        (void)a;                                                                                \
+        return derivative;                                                                      \
+      });                                                                                       \
+    return out;                                                                                 \
   }
-STRATA_FLOATING_UNARY(exp)
-STRATA_FLOATING_UNARY(log)
-STRATA_FLOATING_UNARY(sqrt)
-STRATA_FLOATING_UNARY(rsqrt)
-STRATA_FLOATING_UNARY(tanh)
-STRATA_FLOATING_UNARY(sigmoid)
-STRATA_FLOATING_UNARY(gelu)
+STRATA_FLOATING_UNARY(exp, g * out)
+STRATA_FLOATING_UNARY(log, g / a)
+STRATA_FLOATING_UNARY(sqrt, g * 0.5 / out)
+STRATA_FLOATING_UNARY(rsqrt, g * out * out * out * -0.5)
+STRATA_FLOATING_UNARY(tanh, g * (1.0 - out * out))
+STRATA_FLOATING_UNARY(sigmoid, g * out * (1.0 - out))
+// gelu(x) = x * Phi(x): d/dx = Phi(x) + x * phi(x), with Phi(x) = gelu(x) / x (1/2 at 0) and phi the normal density.
+STRATA_FLOATING_UNARY(gelu, g * (where(eq(a, zero_of(a)), scalar_tensor(0.5, TensorOptions(a.dtype()).device(a.device())),
+                                       out / a) +
+                                 a * exp(a * a * -0.5) * 0.3989422804014327))
 #undef STRATA_FLOATING_UNARY
 
 Tensor relu(const Tensor& a) {
   check_not_bool("relu", a.dtype(), "");
-  return unary("relu", relu_slot, a, a.dtype(), a.dtype());
+  Tensor out = unary("relu", relu_slot, a, a.dtype(), a.dtype());
+  if (detail::needs_grad({&a})) {
+    record_unary("relu", a, out, [a](const Tensor& g) { return where(gt(a, zero_of(a)), g, zero_of(g)); });
+  }
+  return out;
 }
 
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
   const DType dtype = clamp_type("clamp", a, min, max);
-  return unary("clamp", clamp_slot, a, dtype, dtype, min, max);
+  Tensor out = unary("clamp", clamp_slot, a, dtype, dtype, min, max);
+  if (detail::needs_grad({&a})) {
+    // The gradient passes where clamping left the value unchanged (bounds included, as PyTorch).
+    record_unary("clamp", a, out, [a, out](const Tensor& g) { return where(eq(out, a), g, zero_of(g)); });
+  }
+  return out;
 }
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
@@ -313,6 +412,10 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   where_slot.get(a.device())(detail::op_call(op, a.device()), out.view(), input_view(op, condition, shape),
                              input_view(op, in_dtype(a, dtype, a_holder), shape),
                              input_view(op, in_dtype(b, dtype, b_holder), shape));
+  if (detail::needs_grad({&a, &b})) {
+    record_binary("where", a, b, out, [condition](const Tensor& g) { return where(condition, g, zero_of(g)); },
+                  [condition](const Tensor& g) { return where(condition, zero_of(g), g); });
+  }
   return out;
 }
 
@@ -349,13 +452,17 @@ Tensor logical_not(const Tensor& a) { return unary("logical_not", not_slot, a, a
 
 // --- in place ---
 
+// In-place ops are not recorded: Note [In-place ops and autograd] (tensor/autograd_support.h).
+
 Tensor& add_(Tensor& self, const Tensor& other, const Scalar& alpha) {
+  detail::check_in_place("add_", self);
   const DType dtype = promote_types(self.dtype(), other.dtype());
   check_alpha("add_", dtype, alpha);
   return binary_in_place("add_", add_slot, self, other, dtype, alpha);
 }
 
 Tensor& sub_(Tensor& self, const Tensor& other, const Scalar& alpha) {
+  detail::check_in_place("sub_", self);
   check_not_bool("sub_", self.dtype(), kSubBoolHint);
   check_not_bool("sub_", other.dtype(), kSubBoolHint);
   const DType dtype = promote_types(self.dtype(), other.dtype());
@@ -364,19 +471,23 @@ Tensor& sub_(Tensor& self, const Tensor& other, const Scalar& alpha) {
 }
 
 Tensor& mul_(Tensor& self, const Tensor& other) {
+  detail::check_in_place("mul_", self);
   return binary_in_place("mul_", mul_slot, self, other, promote_types(self.dtype(), other.dtype()));
 }
 
 Tensor& div_(Tensor& self, const Tensor& other) {
+  detail::check_in_place("div_", self);
   return binary_in_place("div_", div_slot, self, other, floating_type(promote_types(self.dtype(), other.dtype())));
 }
 
 Tensor& relu_(Tensor& self) {
+  detail::check_in_place("relu_", self);
   check_not_bool("relu_", self.dtype(), "");
   return unary_in_place("relu_", relu_slot, self, self.dtype());
 }
 
 Tensor& clamp_(Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max) {
+  detail::check_in_place("clamp_", self);
   return unary_in_place("clamp_", clamp_slot, self, clamp_type("clamp_", self, min, max), min, max);
 }
 
@@ -384,24 +495,32 @@ Tensor& clamp_(Tensor& self, std::optional<Scalar> min, std::optional<Scalar> ma
 
 Tensor operator+(const Tensor& a, const Scalar& b) {
   const DType dtype = result_type(a.dtype(), b);
-  return unary("add", add_scalar_slot, a, dtype, dtype, b);
+  Tensor out = unary("add", add_scalar_slot, a, dtype, dtype, b);
+  if (detail::needs_grad({&a})) record_unary("add", a, out, [](const Tensor& g) { return g; });
+  return out;
 }
 
 Tensor operator-(const Tensor& a, const Scalar& b) {
   check_not_bool("sub", a.dtype(), kSubBoolHint);
   check_not_bool("sub", b.default_dtype(), kSubBoolHint);
   const DType dtype = result_type(a.dtype(), b);
-  return unary("sub", add_scalar_slot, a, dtype, dtype, negated(b));
+  Tensor out = unary("sub", add_scalar_slot, a, dtype, dtype, negated(b));
+  if (detail::needs_grad({&a})) record_unary("sub", a, out, [](const Tensor& g) { return g; });
+  return out;
 }
 
 Tensor operator*(const Tensor& a, const Scalar& b) {
   const DType dtype = result_type(a.dtype(), b);
-  return unary("mul", mul_scalar_slot, a, dtype, dtype, b);
+  Tensor out = unary("mul", mul_scalar_slot, a, dtype, dtype, b);
+  if (detail::needs_grad({&a})) record_unary("mul", a, out, [b](const Tensor& g) { return g * b; });
+  return out;
 }
 
 Tensor operator/(const Tensor& a, const Scalar& b) {
   const DType dtype = floating_type(result_type(a.dtype(), b));
-  return unary("div", div_scalar_slot, a, dtype, dtype, b);
+  Tensor out = unary("div", div_scalar_slot, a, dtype, dtype, b);
+  if (detail::needs_grad({&a})) record_unary("div", a, out, [b](const Tensor& g) { return g / b; });
+  return out;
 }
 
 Tensor operator+(const Scalar& a, const Tensor& b) { return b + a; }
@@ -411,12 +530,18 @@ Tensor operator-(const Scalar& a, const Tensor& b) {
   check_not_bool("sub", b.dtype(), kSubBoolHint);
   check_not_bool("sub", a.default_dtype(), kSubBoolHint);
   const DType dtype = result_type(b.dtype(), a);
-  return unary("sub", rsub_scalar_slot, b, dtype, dtype, a);
+  Tensor out = unary("sub", rsub_scalar_slot, b, dtype, dtype, a);
+  if (detail::needs_grad({&b})) record_unary("rsub", b, out, [](const Tensor& g) { return -g; });
+  return out;
 }
 
 Tensor operator/(const Scalar& a, const Tensor& b) {
   const DType dtype = floating_type(result_type(b.dtype(), a));
-  return unary("div", rdiv_scalar_slot, b, dtype, dtype, a);
+  Tensor out = unary("div", rdiv_scalar_slot, b, dtype, dtype, a);
+  if (detail::needs_grad({&b})) {
+    record_unary("rdiv", b, out, [b, out](const Tensor& g) { return -(g * out / b); });
+  }
+  return out;
 }
 
 }  // namespace strata

@@ -5,6 +5,7 @@
 #include "strata/core/error.h"
 #include "strata/ops/checks.h"
 #include "strata/ops/indexing_kernels.h"
+#include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/op_call.h"
@@ -42,6 +43,16 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
   STRATA_CHECK(a.size(dim) > 0, IndexError, "{}: index into dimension {} of size 0", op, dim);
   const Tensor in = a.contiguous();
   index_select_slot.get(a.device())(detail::op_call(op, a.device()), out.view(), in.view(), idx.view(), dim);
+  if (detail::needs_grad({&a})) {
+    // The gradient adds each selected slice back where it came from: scatter_add with the index along `dim`.
+    detail::record(op, {&a}, out, [a, idx, dim](const Tensor& g) {
+      Shape index_shape(static_cast<std::size_t>(g.dim()), 1);
+      index_shape[static_cast<std::size_t>(dim)] = idx.numel();
+      const Tensor spread = idx.reshape(index_shape).expand(g.shape());
+      return std::vector<Tensor>{scatter_add(zeros(a.shape(), TensorOptions(g.dtype()).device(g.device())), dim,
+                                             spread, g.contiguous())};
+    });
+  }
   return out;
 }
 
@@ -61,6 +72,12 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
   if (out.numel() == 0) return out;
   const Tensor in = a.contiguous();
   gather_slot.get(a.device())(detail::op_call(op, a.device()), out.view(), in.view(), idx.view(), dim);
+  if (detail::needs_grad({&a})) {
+    detail::record(op, {&a}, out, [a, idx, dim](const Tensor& g) {
+      return std::vector<Tensor>{
+          scatter_add(zeros(a.shape(), TensorOptions(g.dtype()).device(g.device())), dim, idx, g.contiguous())};
+    });
+  }
   return out;
 }
 
@@ -84,6 +101,20 @@ Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tens
   if (idx.numel() == 0) return out;
   const Tensor s = src.contiguous();
   scatter_add_slot.get(a.device())(detail::op_call(op, a.device()), out.view(), idx.view(), s.view(), dim);
+  if (detail::needs_grad({&a, &src})) {
+    // d/da = g; d/dsrc = g gathered at the index (src positions beyond the index's extent get 0).
+    const bool ra = a.requires_grad(), rs = src.requires_grad();
+    detail::record(op, {&a, &src}, out, [idx, src, dim, ra, rs](const Tensor& g) {
+      Tensor gs;
+      if (rs) {
+        gs = zeros(src.shape(), TensorOptions(g.dtype()).device(g.device()));
+        Tensor part = gs;
+        for (int64_t d = 0; d < idx.dim(); ++d) part = part.narrow(d, 0, idx.size(d));
+        part.copy_(gather(g, dim, idx));
+      }
+      return std::vector<Tensor>{ra ? g : Tensor(), gs};
+    });
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include "strata/core/error.h"
 #include "strata/ops/checks.h"
 #include "strata/ops/matmul_kernels.h"
+#include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/op_call.h"
@@ -140,8 +141,8 @@ Tensor product(const char* op, const Tensor& a, const Tensor& b, double alpha, d
                "{}: both arguments need at least one dimension, got shapes {} and {}", op, a.shape(), b.shape());
   Operand oa = prepared(op, a, 'r');
   Operand ob = prepared(op, b, 'c');
-  STRATA_CHECK(oa.cols == ob.rows, ShapeError, "{}: shapes {} and {} cannot be multiplied ({} != {})", op,
-               a.shape(), b.shape(), oa.cols, ob.rows);
+  STRATA_CHECK(oa.cols == ob.rows, ShapeError, "{}: shapes {} and {} cannot be multiplied ({} != {})", op, a.shape(),
+               b.shape(), oa.cols, ob.rows);
 
   // Batch dims broadcast as in numpy.
   Shape batch(std::max(oa.batch.size(), ob.batch.size()), 1);
@@ -159,6 +160,10 @@ Tensor product(const char* op, const Tensor& a, const Tensor& b, double alpha, d
   Tensor out = empty(out_shape, TensorOptions(a.dtype()).device(a.device()));
   if (bias != nullptr && beta != 0.0) out.copy_(*bias);
   if (out.numel() == 0) return out;
+  if (oa.cols == 0) {
+    // A sum of nothing: beta * bias, or zeros (backends only see k >= 1, see Note [One batched GEMM]).
+    return bias != nullptr && beta != 0.0 ? out * beta : out.fill_(0);
+  }
 
   int64_t batch_count = numel(batch);
   int64_t m = oa.rows;
@@ -183,26 +188,52 @@ Tensor product(const char* op, const Tensor& a, const Tensor& b, double alpha, d
   return out;
 }
 
+// Note [Gradient of matmul]
+// With 1-D operands promoted to matrices (a: [k] -> [1, k], b: [k] -> [k, 1]) and the gradient reshaped to match,
+// da = g @ b^T and db = a^T @ g; batch dimensions that were broadcast are summed back (detail::sum_to).
+std::vector<Tensor> matmul_grads(const Tensor& g, const Tensor& a, const Tensor& b, bool ra, bool rb) {
+  const Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+  const Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+  Tensor g2 = g;
+  if (b.dim() == 1) g2 = g2.unsqueeze(g2.dim());
+  if (a.dim() == 1) g2 = g2.unsqueeze(g2.dim() - 1);
+  Tensor ga, gb;
+  if (ra) ga = detail::sum_to(matmul(g2, b2.transpose(-1, -2)), a2.shape()).reshape(a.shape());
+  if (rb) gb = detail::sum_to(matmul(a2.transpose(-1, -2), g2), b2.shape()).reshape(b.shape());
+  return {ga, gb};
+}
+
+/// Records a product a @ b (matmul, mm, bmm).
+Tensor& record_product(const char* op, const Tensor& a, const Tensor& b, Tensor& out) {
+  if (detail::needs_grad({&a, &b})) {
+    const bool ra = a.requires_grad(), rb = b.requires_grad();
+    detail::record(op, {&a, &b}, out, [a, b, ra, rb](const Tensor& g) { return matmul_grads(g, a, b, ra, rb); });
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_operands("matmul", a, b);
-  return product("matmul", a, b, 1.0, 0.0, nullptr);
+  Tensor out = product("matmul", a, b, 1.0, 0.0, nullptr);
+  return record_product("matmul", a, b, out);
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
   check_operands("mm", a, b);
   STRATA_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "mm: both arguments must be 2-D, got shapes {} and {}",
                a.shape(), b.shape());
-  return product("mm", a, b, 1.0, 0.0, nullptr);
+  Tensor out = product("mm", a, b, 1.0, 0.0, nullptr);
+  return record_product("mm", a, b, out);
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
   check_operands("bmm", a, b);
   STRATA_CHECK(a.dim() == 3 && b.dim() == 3 && a.size(0) == b.size(0), ShapeError,
-               "bmm: both arguments must be 3-D with the same batch size, got shapes {} and {}", a.shape(),
-               b.shape());
-  return product("bmm", a, b, 1.0, 0.0, nullptr);
+               "bmm: both arguments must be 3-D with the same batch size, got shapes {} and {}", a.shape(), b.shape());
+  Tensor out = product("bmm", a, b, 1.0, 0.0, nullptr);
+  return record_product("bmm", a, b, out);
 }
 
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha) {
@@ -221,9 +252,18 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
     const int64_t s = bias.size(-i);
     fits = s == 1 || s == result[result.size() - i];
   }
-  STRATA_CHECK(fits, ShapeError, "{}: the bias of shape {} does not broadcast to the product's shape {} ({} @ {})",
-               op, bias.shape(), result, a.shape(), b.shape());
-  return product(op, a, b, alpha.to_double(), beta.to_double(), &bias);
+  STRATA_CHECK(fits, ShapeError, "{}: the bias of shape {} does not broadcast to the product's shape {} ({} @ {})", op,
+               bias.shape(), result, a.shape(), b.shape());
+  Tensor out = product(op, a, b, alpha.to_double(), beta.to_double(), &bias);
+  if (detail::needs_grad({&bias, &a, &b})) {
+    const double al = alpha.to_double(), be = beta.to_double();
+    const bool ra = a.requires_grad(), rb = b.requires_grad(), rbias = bias.requires_grad();
+    detail::record(op, {&bias, &a, &b}, out, [bias, a, b, al, be, ra, rb, rbias](const Tensor& g) {
+      std::vector<Tensor> ab = matmul_grads(g * al, a, b, ra, rb);
+      return std::vector<Tensor>{rbias ? detail::sum_to(g * be, bias.shape()) : Tensor(), ab[0], ab[1]};
+    });
+  }
+  return out;
 }
 
 void set_allow_tf32(bool allow) { tf32_allowed.store(allow, std::memory_order_relaxed); }

@@ -6,6 +6,7 @@
 #include "strata/core/error.h"
 #include "strata/ops/checks.h"
 #include "strata/ops/reduce_kernels.h"
+#include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/op_call.h"
@@ -121,26 +122,75 @@ Tensor softmax_impl(const char* op, const Tensor& a, int64_t dim, bool log) {
   return out;
 }
 
+// --- derivatives (Note [Autograd hooks in the tensors layer]); they run under NoGradGuard ---
+
+using detail::unreduce;
+
+/// The number of elements each output element of a reduction of `a` over `dims` combines.
+int64_t reduced_count(const char* op, const Tensor& a, const std::vector<int64_t>& dims) {
+  const std::vector<bool> mask = reduced_mask(op, a, dims);
+  int64_t count = 1;
+  for (int64_t d = 0; d < a.dim(); ++d) {
+    if (mask[static_cast<std::size_t>(d)]) count *= a.size(d);
+  }
+  return count;
+}
+
+// Note [Gradient of max and min over dims]
+// The gradient of max/min goes to every position that attains the extremum, divided evenly among ties (as
+// torch.amax/amin), so that it is the same whichever tie a kernel happens to pick.
+Tensor extremum_grad(const Tensor& g, const Tensor& a, const Tensor& out, const std::vector<int64_t>& dims,
+                     bool keepdim) {
+  const Tensor hits = eq(a, unreduce(out, a.shape(), dims, keepdim)).to(a.dtype());
+  const Tensor count = sum(hits, dims, /*keepdim=*/true);
+  return hits * unreduce(g, a.shape(), dims, keepdim) / count;
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   constexpr const char* op = "sum";
   const DType out = is_integral(a.dtype()) ? DType::I64 : a.dtype();  // as PyTorch: integers and bool sum to i64
-  return reduce(op, a, reduced_mask(op, a, dims), keepdim, out, params_of(ReduceOp::Sum), false);
+  Tensor result = reduce(op, a, reduced_mask(op, a, dims), keepdim, out, params_of(ReduceOp::Sum), false);
+  if (detail::needs_grad({&a})) {
+    detail::record(op, {&a}, result, [a, dims, keepdim](const Tensor& g) {
+      return std::vector<Tensor>{detail::grad_like(unreduce(g, a.shape(), dims, keepdim), a)};
+    });
+  }
+  return result;
 }
 
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   constexpr const char* op = "mean";
   check_floating(op, a);
-  return reduce(op, a, reduced_mask(op, a, dims), keepdim, a.dtype(), params_of(ReduceOp::Mean), false);
+  Tensor out = reduce(op, a, reduced_mask(op, a, dims), keepdim, a.dtype(), params_of(ReduceOp::Mean), false);
+  if (detail::needs_grad({&a})) {
+    const auto count = static_cast<double>(reduced_count(op, a, dims));
+    detail::record(op, {&a}, out, [a, dims, keepdim, count](const Tensor& g) {
+      return std::vector<Tensor>{unreduce(g, a.shape(), dims, keepdim) / count};
+    });
+  }
+  return out;
 }
 
 Tensor max(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  return extremum("max", ReduceOp::Max, a, dims, keepdim);
+  Tensor out = extremum("max", ReduceOp::Max, a, dims, keepdim);
+  if (detail::needs_grad({&a})) {
+    detail::record("max", {&a}, out, [a, out, dims, keepdim](const Tensor& g) {
+      return std::vector<Tensor>{extremum_grad(g, a, out, dims, keepdim)};
+    });
+  }
+  return out;
 }
 
 Tensor min(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  return extremum("min", ReduceOp::Min, a, dims, keepdim);
+  Tensor out = extremum("min", ReduceOp::Min, a, dims, keepdim);
+  if (detail::needs_grad({&a})) {
+    detail::record("min", {&a}, out, [a, out, dims, keepdim](const Tensor& g) {
+      return std::vector<Tensor>{extremum_grad(g, a, out, dims, keepdim)};
+    });
+  }
+  return out;
 }
 
 Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
@@ -156,7 +206,16 @@ Tensor var(const Tensor& a, const std::vector<int64_t>& dims, bool unbiased, boo
   check_floating(op, a);
   ops::ReduceParams p = params_of(ReduceOp::Var);
   p.correction = unbiased ? 1.0 : 0.0;
-  return reduce(op, a, reduced_mask(op, a, dims), keepdim, a.dtype(), p, false);
+  Tensor out = reduce(op, a, reduced_mask(op, a, dims), keepdim, a.dtype(), p, false);
+  if (detail::needs_grad({&a})) {
+    // d var / d x_i = 2 (x_i - mean) / (N - correction)
+    const double denom = static_cast<double>(reduced_count(op, a, dims)) - p.correction;
+    detail::record(op, {&a}, out, [a, dims, keepdim, denom](const Tensor& g) {
+      const Tensor centered = a - mean(a, dims, /*keepdim=*/true);
+      return std::vector<Tensor>{unreduce(g, a.shape(), dims, keepdim) * centered * (2.0 / denom)};
+    });
+  }
+  return out;
 }
 
 Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool keepdim) {
@@ -166,18 +225,58 @@ Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool ke
   ops::ReduceParams params = params_of(ReduceOp::Norm);
   params.p = p;
   // max/min of |x| have no identity: as in PyTorch, the inf-norms of nothing are errors.
-  return reduce(op, a, reduced_mask(op, a, dims), keepdim, a.dtype(), params, std::isinf(p));
+  Tensor out = reduce(op, a, reduced_mask(op, a, dims), keepdim, a.dtype(), params, std::isinf(p));
+  if (detail::needs_grad({&a})) {
+    STRATA_CHECK(std::isfinite(p) && p >= 1.0, NotImplementedError,
+                 "{}: the gradient is implemented for finite p >= 1 only, got p = {}", op, p);
+    // d ||x||_p / d x_i = sign(x_i) |x_i|^(p-1) / ||x||_p^(p-1); 0 where the norm is 0.
+    detail::record(op, {&a}, out, [a, out, p, dims, keepdim](const Tensor& g) {
+      const Tensor n = unreduce(out, a.shape(), dims, keepdim);
+      const Tensor zero = scalar_tensor(0, TensorOptions(a.dtype()).device(a.device()));
+      const Tensor safe_n = where(eq(n, zero), scalar_tensor(1, TensorOptions(a.dtype()).device(a.device())), n);
+      Tensor d = p == 2.0 ? a / safe_n : a * pow(abs(a), p - 2.0) / pow(safe_n, p - 1.0);
+      if (p != 2.0) d = where(eq(a, zero), zero, d);  // |x|^(p-2) is infinite at 0 for p < 2
+      return std::vector<Tensor>{where(eq(n, zero), zero, unreduce(g, a.shape(), dims, keepdim) * d)};
+    });
+  }
+  return out;
 }
 
 Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   constexpr const char* op = "logsumexp";
   // As PyTorch 2: integer inputs are computed (and returned) in the default floating dtype.
   const Tensor x = is_floating(a.dtype()) || !a.defined() ? a : a.to(DType::F32);
-  return reduce(op, x, reduced_mask(op, x, dims), keepdim, x.dtype(), params_of(ReduceOp::LogSumExp), false);
+  Tensor out = reduce(op, x, reduced_mask(op, x, dims), keepdim, x.dtype(), params_of(ReduceOp::LogSumExp), false);
+  if (detail::needs_grad({&x})) {
+    detail::record(op, {&x}, out, [x, out, dims, keepdim](const Tensor& g) {
+      return std::vector<Tensor>{unreduce(g, x.shape(), dims, keepdim) *
+                                 exp(x - unreduce(out, x.shape(), dims, keepdim))};
+    });
+  }
+  return out;
 }
 
-Tensor softmax(const Tensor& a, int64_t dim) { return softmax_impl("softmax", a, dim, false); }
+Tensor softmax(const Tensor& a, int64_t dim) {
+  Tensor out = softmax_impl("softmax", a, dim, false);
+  if (detail::needs_grad({&a})) {
+    const std::vector<int64_t> dims{a.dim() == 0 ? 0 : dim};
+    detail::record("softmax", {&a}, out, [out, dims](const Tensor& g) {
+      const Tensor go = g * out;
+      return std::vector<Tensor>{go - out * sum(go, dims, /*keepdim=*/true)};
+    });
+  }
+  return out;
+}
 
-Tensor log_softmax(const Tensor& a, int64_t dim) { return softmax_impl("log_softmax", a, dim, true); }
+Tensor log_softmax(const Tensor& a, int64_t dim) {
+  Tensor out = softmax_impl("log_softmax", a, dim, true);
+  if (detail::needs_grad({&a})) {
+    const std::vector<int64_t> dims{a.dim() == 0 ? 0 : dim};
+    detail::record("log_softmax", {&a}, out, [out, dims](const Tensor& g) {
+      return std::vector<Tensor>{g - exp(out) * sum(g, dims, /*keepdim=*/true)};
+    });
+  }
+  return out;
+}
 
 }  // namespace strata

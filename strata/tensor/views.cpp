@@ -7,6 +7,7 @@
 
 #include "strata/core/error.h"
 #include "strata/ops/checks.h"
+#include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 
@@ -89,6 +90,25 @@ std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_s
   return out;
 }
 
+/// Records view `out` of `self` with the gradient g -> f(g, self's shape) (Note [Autograd hooks in the tensors
+/// layer]); nothing is copied unless the view is recorded.
+template <typename F>
+Tensor recorded(const char* op, const Tensor& self, Tensor out, F f) {
+  if (detail::needs_grad({&self})) {
+    detail::record(op, {&self}, out,
+                   [f, in_shape = self.shape()](const Tensor& g) { return std::vector<Tensor>{f(g, in_shape)}; });
+  }
+  return out;
+}
+
+/// The gradient of a view that picks part of `shape`: zeros with g written into the part `pick` selects.
+template <typename Pick>
+Tensor scatter_into(const Shape& shape, const Tensor& g, Pick pick) {
+  Tensor z = zeros(shape, TensorOptions(g.dtype()).device(g.device()));
+  pick(z).copy_(g);
+  return z;
+}
+
 }  // namespace
 
 Tensor Tensor::view(const Shape& shape) const {
@@ -98,16 +118,19 @@ Tensor Tensor::view(const Shape& shape) const {
                "view: shape {} is not compatible with the input's shape {} and strides {}: a new dimension would "
                "span memory that is not contiguous; use reshape() (which copies when needed) or contiguous() first",
                shape, this->shape(), strides_str(this->strides()));
-  return Tensor(this->storage(), this->dtype(), target, *strides, this->offset());
+  return recorded("view", *this, Tensor(this->storage(), this->dtype(), target, *strides, this->offset()),
+                  [](const Tensor& g, const Shape& in_shape) { return g.reshape(in_shape); });
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
   const Shape target = infer_size("reshape", shape, numel());
+  const auto back = [](const Tensor& g, const Shape& in_shape) { return g.reshape(in_shape); };
   if (std::optional<Strides> strides = view_strides(this->shape(), this->strides(), target)) {
-    return Tensor(this->storage(), this->dtype(), target, *strides, this->offset());
+    return recorded("reshape", *this, Tensor(this->storage(), this->dtype(), target, *strides, this->offset()), back);
   }
   const Tensor dense = contiguous();
-  return Tensor(dense.storage(), this->dtype(), target, contiguous_strides(target), dense.offset());
+  return recorded("reshape", *this,
+                  Tensor(dense.storage(), this->dtype(), target, contiguous_strides(target), dense.offset()), back);
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
@@ -132,7 +155,9 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   Strides strides = this->strides();
   std::swap(shape[d0], shape[d1]);
   std::swap(strides[d0], strides[d1]);
-  return Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset());
+  return recorded("transpose", *this,
+                  Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset()),
+                  [d0, d1](const Tensor& g, const Shape&) { return g.transpose(d0, d1); });
 }
 
 Tensor Tensor::permute(const Shape& dims) const {
@@ -149,7 +174,16 @@ Tensor Tensor::permute(const Shape& dims) const {
     shape[i] = this->shape()[d];
     strides[i] = this->strides()[d];
   }
-  return Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset());
+  Tensor out(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset());
+  if (detail::needs_grad({this})) {
+    Shape inverse(dims.size());  // the gradient is permuted back by the inverse permutation
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      inverse[static_cast<std::size_t>(wrap_dim(dims[i], dim(), "permute"))] = static_cast<int64_t>(i);
+    }
+    detail::record("permute", {this}, out,
+                   [inverse](const Tensor& g) { return std::vector<Tensor>{g.permute(inverse)}; });
+  }
+  return out;
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -162,7 +196,12 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
                this->shape());
   Shape shape = this->shape();
   shape[d] = length;
-  return Tensor(this->storage(), this->dtype(), std::move(shape), this->strides(), this->offset() + start * this->strides()[d]);
+  return recorded("narrow", *this,
+                  Tensor(this->storage(), this->dtype(), std::move(shape), this->strides(),
+                         this->offset() + start * this->strides()[d]),
+                  [d, start, length](const Tensor& g, const Shape& in_shape) {
+                    return scatter_into(in_shape, g, [&](const Tensor& z) { return z.narrow(d, start, length); });
+                  });
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
@@ -176,7 +215,12 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   Strides strides = this->strides();
   shape.erase(static_cast<std::size_t>(d));
   strides.erase(static_cast<std::size_t>(d));
-  return Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset() + index * this->strides()[d]);
+  return recorded("select", *this,
+                  Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides),
+                         this->offset() + index * this->strides()[d]),
+                  [d, index](const Tensor& g, const Shape& in_shape) {
+                    return scatter_into(in_shape, g, [&](const Tensor& z) { return z.select(d, index); });
+                  });
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) const {
@@ -192,7 +236,12 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   Strides strides = this->strides();
   shape[d] = (last - first + step - 1) / step;
   strides[d] *= step;
-  return Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset() + first * this->strides()[d]);
+  return recorded("slice", *this,
+                  Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides),
+                         this->offset() + first * this->strides()[d]),
+                  [d, first, last, step](const Tensor& g, const Shape& in_shape) {
+                    return scatter_into(in_shape, g, [&](const Tensor& z) { return z.slice(d, first, last, step); });
+                  });
 }
 
 Tensor Tensor::squeeze() const {
@@ -203,7 +252,9 @@ Tensor Tensor::squeeze() const {
     shape.push_back(this->shape()[d]);
     strides.push_back(this->strides()[d]);
   }
-  return Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset());
+  return recorded("squeeze", *this,
+                  Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset()),
+                  [](const Tensor& g, const Shape& in_shape) { return g.reshape(in_shape); });
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -213,7 +264,9 @@ Tensor Tensor::squeeze(int64_t d) const {
   Strides strides = this->strides();
   shape.erase(static_cast<std::size_t>(d));
   strides.erase(static_cast<std::size_t>(d));
-  return Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset());
+  return recorded("squeeze", *this,
+                  Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset()),
+                  [](const Tensor& g, const Shape& in_shape) { return g.reshape(in_shape); });
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -223,7 +276,9 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t stride = d >= dim() ? 1 : this->shape()[d] * this->strides()[d];
   shape.insert(static_cast<std::size_t>(d), 1);
   strides.insert(static_cast<std::size_t>(d), stride);
-  return Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset());
+  return recorded("unsqueeze", *this,
+                  Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides), this->offset()),
+                  [](const Tensor& g, const Shape& in_shape) { return g.reshape(in_shape); });
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
@@ -255,7 +310,9 @@ Tensor Tensor::expand(const Shape& shape) const {
     out_shape[i] = size;
     out_strides[i] = stride;
   }
-  return Tensor(this->storage(), this->dtype(), std::move(out_shape), std::move(out_strides), this->offset());
+  return recorded("expand", *this,
+                  Tensor(this->storage(), this->dtype(), std::move(out_shape), std::move(out_strides), this->offset()),
+                  [](const Tensor& g, const Shape& in_shape) { return detail::sum_to(g, in_shape); });
 }
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
@@ -298,12 +355,39 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     }
     out_shape[dim] += t.size(dim);
   }
+  // Note [Gradient of cat]: a list longer than detail::record_list takes is joined in groups, each recorded.
+  constexpr std::size_t kMaxRecorded = 8;
+  if (tensors.size() > kMaxRecorded && detail::needs_grad_list(tensors)) {
+    std::vector<Tensor> groups;
+    for (std::size_t i = 0; i < tensors.size(); i += kMaxRecorded) {
+      const auto end = std::min(tensors.size(), i + kMaxRecorded);
+      groups.push_back(cat(std::vector<Tensor>(tensors.begin() + static_cast<std::ptrdiff_t>(i),
+                                               tensors.begin() + static_cast<std::ptrdiff_t>(end)),
+                           dim));
+    }
+    return cat(groups, dim);
+  }
   Tensor out = empty(out_shape, TensorOptions(dtype).device(device));
   int64_t at = 0;
   for (const Tensor& t : tensors) {
     if ((t.dim() == 1 && t.numel() == 0) || t.size(dim) == 0) continue;
     out.narrow(dim, at, t.size(dim)).copy_(t);
     at += t.size(dim);
+  }
+  if (detail::needs_grad_list(tensors)) {
+    // Each input gets its slice of the gradient along dim (skipped empty 1-D inputs get none).
+    std::vector<Tensor> inputs(tensors);
+    detail::record_list("cat", inputs, out, [inputs, dim](const Tensor& g) {
+      std::vector<Tensor> grads(inputs.size());
+      int64_t offset = 0;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const Tensor& t = inputs[i];
+        if (t.dim() == 1 && t.numel() == 0) continue;
+        if (t.requires_grad()) grads[i] = detail::grad_like(g.narrow(dim, offset, t.size(dim)), t);
+        offset += t.size(dim);
+      }
+      return grads;
+    });
   }
   return out;
 }
