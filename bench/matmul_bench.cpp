@@ -36,8 +36,7 @@ using DnnlSgemm = int(char transa, char transb, int64_t m, int64_t n, int64_t k,
 double flops(int64_t n) { return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n); }
 
 void set_rate(benchmark::State& state, int64_t n) {
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   state.SetLabel(std::string("OPENBLAS_CORETYPE=") + (coretype != nullptr ? coretype : "(unset)"));
 }
@@ -55,6 +54,15 @@ void BM_StrataMatmul(benchmark::State& state) {
   const Operands x(n);
   for (auto _ : state) benchmark::DoNotOptimize(strata::matmul(x.a, x.b).data_ptr());
   set_rate(state, n);
+}
+
+// Batched products (bmm): `batch` products of n x n matrices; GFLOP/s over the whole batch.
+void BM_StrataBmm(benchmark::State& state) {
+  const int64_t batch = state.range(0), n = state.range(1);
+  const Tensor a = strata::rand({batch, n, n}), b = strata::rand({batch, n, n});
+  for (auto _ : state) benchmark::DoNotOptimize(strata::bmm(a, b).data_ptr());
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(static_cast<double>(batch) * flops(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // OpenBLAS as strata runs it: one thread (Note [One CPU thread pool]), or with its own pool on every core.
@@ -135,6 +143,13 @@ void gpu_sizes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_StrataMatmul)->Apply(cpu_sizes);
+BENCHMARK(BM_StrataBmm)
+    ->Args({256, 16})
+    ->Args({64, 64})
+    ->Args({16, 128})
+    ->Args({4, 512})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DnnlSgemm)->Apply(cpu_sizes);
 BENCHMARK(BM_OpenBlasSgemm)->Apply(cpu_sizes);
 BENCHMARK(BM_OpenBlasSgemmOwnThreads)->Apply(cpu_sizes);

@@ -13,7 +13,7 @@ namespace strata::ops {
 // Each matrix of a and b is laid out as BLAS reads it without a copy: row-major (strides[2] == 1,
 // strides[1] >= max(1, cols)) or column-major, i.e. the transpose of a row-major matrix (strides[1] == 1,
 // strides[2] >= max(1, rows)). A batch stride of 0 is a broadcast operand. beta == 0 means out is not read (it may
-// be uninitialised); k == 0 means out = beta * out. batch, m and n are >= 1. The tensors layer copies an operand
+// be uninitialised). batch, m, n and k are >= 1 (the tensors layer handles empty products itself). The tensors layer copies an operand
 // only when its layout is none of these (e.g. an expanded or sliced-with-step matrix). `allow_tf32` passes the
 // user's set_allow_tf32 to backends, which sit below the tensors layer: f32 products may then use TF32 units.
 

@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "strata/core/error.h"
+#include "strata/ops/matmul_kernels.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
+#include "strata/tensor/op_call.h"
 #include "test_devices.h"
 
 namespace strata {
@@ -131,7 +133,7 @@ class Linalg : public ::testing::TestWithParam<Device> {
 };
 
 TEST_P(Linalg, MatrixProductsOfManySizesMatchTheReference) {
-  const std::vector<std::array<int64_t, 3>> sizes{{1, 1, 1},   {1, 7, 1},   {7, 1, 5},    {3, 5, 2},
+  const std::vector<std::array<int64_t, 3>> sizes{{1, 1, 1},   {1, 7, 1},    {7, 1, 5},   {3, 5, 2},
                                                   {17, 33, 9}, {64, 65, 63}, {1, 300, 1}, {130, 3, 97}};
   for (DType dtype : kFloatDTypes) {
     for (const auto& [m, k, n] : sizes) {
@@ -143,10 +145,26 @@ TEST_P(Linalg, MatrixProductsOfManySizesMatchTheReference) {
 }
 
 TEST_P(Linalg, LargeProductsUseEveryThreadAndStayExact) {
-  // Large enough for the parallel paths of the CPU backend (row blocks, oneDNN's threads).
+  // Large enough for the parallel and oneDNN paths of the CPU backend (Note [Choosing the CPU GEMM]).
   for (DType dtype : {DType::F32, DType::F64}) {
     const Tensor a = random({257, 300}, dtype, device(), 3), b = random({300, 129}, dtype, device(), 4);
     expect_matmul_matches(a, b, fmt::format("{} 257x300 @ 300x129", dtype));
+    const Tensor at = transposed_view({257, 300}, dtype, device(), 5),
+                 bt = transposed_view({300, 129}, dtype, device(), 6);
+    expect_matmul_matches(at, bt, fmt::format("{} both transposed, large", dtype));
+  }
+}
+
+TEST_P(Linalg, LargeBatchedProductsMatchTheReference) {
+  // Over a million flops per call: the CPU backend's batched oneDNN path (broadcast batches included).
+  for (DType dtype : {DType::F32, DType::F64}) {
+    const auto r = [&](const Shape& s, std::uint64_t seed) { return random(s, dtype, device(), seed); };
+    expect_matmul_matches(r({8, 40, 50}, 50), r({8, 50, 36}, 51), fmt::format("{} bmm of 8", dtype));
+    expect_matmul_matches(r({2, 1, 48, 50}, 52), r({4, 50, 40}, 53), fmt::format("{} broadcast batches", dtype));
+    expect_matmul_matches(r({48, 50}, 54), r({8, 50, 40}, 55), fmt::format("{} matrix @ batch", dtype));
+    expect_matmul_matches(transposed_view({8, 40, 50}, dtype, device(), 56),
+                          transposed_view({8, 50, 36}, dtype, device(), 57),
+                          fmt::format("{} transposed batches", dtype));
   }
 }
 
@@ -218,7 +236,8 @@ TEST_P(Linalg, BmmMultipliesMatchingBatches) {
   const Tensor a = random({4, 3, 7}, DType::F32, device(), 34), b = random({4, 7, 2}, DType::F32, device(), 35);
   expect_matches(bmm(a, b), reference_matmul(a, b), DType::F32, "bmm");
   // Many small matrices: the CPU backend spreads the batch over its threads.
-  const Tensor many_a = random({64, 40, 40}, DType::F64, device(), 36), many_b = random({64, 40, 40}, DType::F64, device(), 37);
+  const Tensor many_a = random({64, 40, 40}, DType::F64, device(), 36),
+               many_b = random({64, 40, 40}, DType::F64, device(), 37);
   expect_matches(bmm(many_a, many_b), reference_matmul(many_a, many_b), DType::F64, "bmm of 64");
 }
 
@@ -230,7 +249,8 @@ Reference reference_addmm(const Tensor& bias, const Tensor& a, const Tensor& b, 
   const Shape bs = bias.shape();
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
-      const int64_t bi = bs.size() == 2 ? (bs[0] == 1 ? 0 : i) * bs[1] + (bs[1] == 1 ? 0 : j) : (bs.empty() || bs[0] == 1 ? 0 : j);
+      const int64_t bi =
+          bs.size() == 2 ? (bs[0] == 1 ? 0 : i) * bs[1] + (bs[1] == 1 ? 0 : j) : (bs.empty() || bs[0] == 1 ? 0 : j);
       const auto at = static_cast<std::size_t>(i * n + j);
       r.value[at] = beta * bias_values[static_cast<std::size_t>(bi)] + alpha * r.value[at];
       r.magnitude[at] = std::abs(alpha) * r.magnitude[at] + std::abs(beta);
@@ -240,7 +260,7 @@ Reference reference_addmm(const Tensor& bias, const Tensor& a, const Tensor& b, 
 
 TEST_P(Linalg, AddmmScalesAndBroadcastsTheBias) {
   // Small and larger products: the CPU backend runs them through OpenBLAS and oneDNN respectively.
-  for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{5, 6, 4}, {40, 50, 36}}) {
+  for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{5, 6, 4}, {96, 100, 64}}) {
     for (DType dtype : {DType::F32, DType::F64, DType::F16}) {
       const Tensor a = random({m, k}, dtype, device(), 38), b = random({k, n}, dtype, device(), 39);
       for (const Shape& bias_shape : std::vector<Shape>{{n}, {m, 1}, {m, n}, {}, {1}, {1, n}}) {
@@ -256,6 +276,26 @@ TEST_P(Linalg, AddmmScalesAndBroadcastsTheBias) {
       expect_matches(addmm(bias, a, b, -1.5, 0.25), reference_addmm(bias, a, b, -1.5, 0.25), dtype, "addmm again");
     }
   }
+}
+
+TEST_P(Linalg, BatchedGemmKernelAppliesAlphaAndBeta) {
+  // The backend entry of Note [One batched GEMM] with a broadcast b (batch stride 0), alpha and beta: no public op
+  // reaches a batched product with beta != 0, so the kernel is called directly.
+  const int64_t batch = 6, m = 48, k = 50, n = 40;  // over a million flops: oneDNN's batched path on the CPU
+  const Tensor a = random({batch, m, k}, DType::F32, device(), 60), b = random({k, n}, DType::F32, device(), 61);
+  const Tensor out = random({batch, m, n}, DType::F32, device(), 62);
+  const std::vector<double> before = out.to_vector<double>();
+  TensorView bv = b.view();
+  bv.shape = {batch, k, n};
+  bv.strides = {0, n, 1};
+  const ops::KernelSlot<ops::GemmFn> gemm("gemm");
+  gemm.get(device())(detail::op_call("gemm", device()), out.view(), a.view(), bv, 2.0, 0.5, false);
+  Reference expected = reference_matmul(a, b);
+  for (std::size_t i = 0; i < expected.value.size(); ++i) {
+    expected.value[i] = 2.0 * expected.value[i] + 0.5 * before[i];
+    expected.magnitude[i] = 2.0 * expected.magnitude[i] + 0.5;
+  }
+  expect_matches(out, expected, DType::F32, "gemm kernel, alpha 2, beta 0.5");
 }
 
 TEST_P(Linalg, AddmmWithZeroBetaIgnoresNaNInTheBias) {
@@ -303,7 +343,8 @@ TEST_P(Linalg, ShapeMismatchNamesTheOpAndBothShapes) {
 TEST_P(Linalg, IntegerAndMixedDTypesAreRejectedByName) {
   const TensorOptions opts = TensorOptions().device(device());
   try {
-    matmul(zeros({2, 2}, TensorOptions(DType::I64).device(device())), zeros({2, 2}, TensorOptions(DType::I64).device(device())));
+    matmul(zeros({2, 2}, TensorOptions(DType::I64).device(device())),
+           zeros({2, 2}, TensorOptions(DType::I64).device(device())));
     FAIL() << "no DTypeError";
   } catch (const DTypeError& e) {
     const std::string message = e.what();
@@ -313,8 +354,7 @@ TEST_P(Linalg, IntegerAndMixedDTypesAreRejectedByName) {
   EXPECT_THROW(mm(zeros({2, 2}, TensorOptions(DType::F32).device(device())),
                   zeros({2, 2}, TensorOptions(DType::F64).device(device()))),
                DTypeError);
-  EXPECT_THROW(addmm(zeros({2}, TensorOptions(DType::F64).device(device())), zeros({2, 2}, opts),
-                     zeros({2, 2}, opts)),
+  EXPECT_THROW(addmm(zeros({2}, TensorOptions(DType::F64).device(device())), zeros({2, 2}, opts), zeros({2, 2}, opts)),
                DTypeError);
 }
 

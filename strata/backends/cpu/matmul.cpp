@@ -26,13 +26,18 @@ namespace strata::cpu {
 namespace {
 
 // Note [Choosing the CPU GEMM]
-// Measured with bench/matmul_bench on the 2-core AVX-512 build machine (see the bench for the figures): oneDNN's
-// matmul primitive runs on our OpenMP pool and beats OpenBLAS from n = 64 up, where OpenBLAS is held to one thread
-// (Note [One CPU thread pool]) and, while OPENBLAS_CORETYPE=Haswell is set, to AVX2 kernels. Below
-// kSmallGemmFlops the primitive's fixed cost (memory objects, a stream call) dominates and a direct
-// single-threaded cblas_sgemm is faster. oneDNN has no f64 matmul on the CPU, so f64 uses cblas_dgemm with rows
-// (or batch entries) split over our pool.
-constexpr double kSmallGemmFlops = 2.0 * 32 * 32 * 32;
+// Measured with bench/matmul_bench on the 2-core AVX-512 build machine (f32, n x n, GFLOP/s, medians of 3):
+//   n                        32    64   128   256   512  1024  2048
+//   dnnl_sgemm (2 threads)  120    85   280   405   415   390   405
+//   oneDNN matmul primitive   9    62   242   386   384   361   363   (about 6 us more per call)
+//   cblas_sgemm, 1 thread   197   218   181   199   201   199   201   (OPENBLAS_CORETYPE unset)
+//   same, CORETYPE=Haswell   77    95   100   105   107   106   106   (AVX2 kernels: half)
+// So one product runs on dnnl_sgemm, a batch on the cached matmul primitive (it spreads the batch over the
+// threads: bmm of 64 64x64 matrices 359 GFLOP/s against 81 for a loop of dnnl_sgemm), and products below
+// kSmallGemmFlops on one thread of OpenBLAS (Note [One CPU thread pool]), where oneDNN's fork/join costs more
+// than it saves. oneDNN has no f64 GEMM, so f64 uses cblas_dgemm with rows or batch entries split over our pool.
+// Builds without oneDNN use OpenBLAS for everything.
+constexpr double kSmallGemmFlops = 2.0 * 80 * 80 * 80;
 // Products below this many flops run on the calling thread: dispatching to the pool costs more.
 constexpr double kParallelGemmFlops = 2.0 * 64 * 64 * 64;
 // Primitives are cached by shape; a model has few distinct shapes, so the cache is simply dropped when full.
@@ -71,8 +76,22 @@ dnnl::matmul matmul_primitive(const Gemm& g, const dnnl::memory::desc& a, const 
                               const dnnl::memory::desc& out) {
   using Key = std::array<int64_t, 16>;
   const auto bits = [](double x) { return static_cast<int64_t>(std::bit_cast<uint32_t>(static_cast<float>(x))); };
-  const Key key{g.batch, g.m, g.n, g.k, a.dims()[0], b.dims()[0], g.a.strides[0], g.a.strides[1], g.a.strides[2],
-                g.b.strides[0], g.b.strides[1], g.b.strides[2], bits(g.alpha), bits(g.beta), 0, 0};
+  const Key key{g.batch,
+                g.m,
+                g.n,
+                g.k,
+                a.dims()[0],
+                b.dims()[0],
+                g.a.strides[0],
+                g.a.strides[1],
+                g.a.strides[2],
+                g.b.strides[0],
+                g.b.strides[1],
+                g.b.strides[2],
+                bits(g.alpha),
+                bits(g.beta),
+                0,
+                0};
   static std::mutex mutex;
   static std::map<Key, dnnl::matmul> cache;
   {
@@ -108,6 +127,15 @@ void onednn_sgemm(const char* op, const Gemm& g, float* out, const float* a, con
   }
 }
 
+// One product: oneDNN's sgemm, which takes alpha, beta and transposes directly (no primitive, no memory objects).
+void onednn_single_sgemm(const char* op, const Gemm& g, float* out, const float* a, const float* b) {
+  const dnnl::status status = dnnl::sgemm(ops::gemm_transposed(g.a) ? 'T' : 'N', ops::gemm_transposed(g.b) ? 'T' : 'N',
+                                          g.m, g.n, g.k, static_cast<float>(g.alpha), a, ops::gemm_leading_dim(g.a), b,
+                                          ops::gemm_leading_dim(g.b), static_cast<float>(g.beta), out, g.n);
+  STRATA_CHECK(status == dnnl::status::success, BackendError, "{}: dnnl_sgemm failed with status {}", op,
+               static_cast<int>(status));
+}
+
 #endif
 
 // cblas_sgemm or cblas_dgemm (one thread each, Note [One CPU thread pool]) over every batch entry, with batch
@@ -137,7 +165,7 @@ void blas_gemm(const Gemm& g, T* out, const T* a, const T* b) {
       for (int64_t i = begin; i < end; ++i) run(i, 0, g.m);
     });
   } else {
-    // Row blocks of whole cache lines of out, as even as the pool allows.
+    // Row blocks of at least 16 rows, about one per thread.
     const int64_t block = std::max<int64_t>(16, (g.m + threads - 1) / threads);
     const int64_t blocks = (g.m + block - 1) / block;
     parallel_for(g.batch * blocks, 1, [&](int64_t begin, int64_t end) {
@@ -151,7 +179,9 @@ void blas_gemm(const Gemm& g, T* out, const T* a, const T* b) {
 
 void sgemm([[maybe_unused]] const char* op, const Gemm& g, float* out, const float* a, const float* b) {
 #if STRATA_HAVE_DNNL
-  if (g.flops() >= kSmallGemmFlops) return onednn_sgemm(op, g, out, a, b);
+  if (g.flops() >= kSmallGemmFlops) {
+    return g.batch == 1 ? onednn_single_sgemm(op, g, out, a, b) : onednn_sgemm(op, g, out, a, b);
+  }
 #endif
   blas_gemm<float>(g, out, a, b);
 }
@@ -182,38 +212,22 @@ void reduced_precision_gemm(const char* op, const Gemm& g) {
   for (std::size_t i = 0; i < out.size(); ++i) dst[i] = T(out[i]);
 }
 
-// k == 0: out = beta * out, as BLAS defines it (beta == 0 writes zeros without reading out).
-template <typename T>
-void scale_out(const TensorView& out, double beta) {
-  T* p = out.ptr<T>();
-  const int64_t n = out.numel();
-  for (int64_t i = 0; i < n; ++i) p[i] = beta == 0.0 ? T(0.0f) : T(static_cast<float>(beta * static_cast<double>(p[i])));
-}
-
 // TF32 is a GPU format; the CPU computes f32 products in f32 whatever the setting.
-void gemm_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& a, const TensorView& b,
-                 double alpha, double beta, bool /*allow_tf32*/) {
+void gemm_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& a, const TensorView& b, double alpha,
+                 double beta, bool /*allow_tf32*/) {
   const Gemm g{out.shape[0], out.shape[1], out.shape[2], a.shape[2], out, a, b, alpha, beta};
   constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
   STRATA_CHECK(std::max({g.m, g.n, g.k, ops::gemm_leading_dim(a), ops::gemm_leading_dim(b)}) <= kMaxInt,
-               NotImplementedError, "{}: matrices with a dimension above {} are not supported on the CPU (got "
-               "{}x{} @ {}x{})", call.op, kMaxInt, g.m, g.k, g.k, g.n);
-  if (g.k == 0) {
-    visit_dtype(out.dtype, [&](auto t) {
-      if constexpr (std::is_floating_point_v<decltype(t)> || std::is_same_v<decltype(t), Half> ||
-                    std::is_same_v<decltype(t), BFloat16>) {
-        scale_out<decltype(t)>(out, beta);
-      }
-    });
-    return;
-  }
+               NotImplementedError,
+               "{}: matrices with a dimension above {} are not supported on the CPU (got "
+               "{}x{} @ {}x{})",
+               call.op, kMaxInt, g.m, g.k, g.k, g.n);
   switch (out.dtype) {
     case DType::F32: return sgemm(call.op, g, out.ptr<float>(), a.ptr<float>(), b.ptr<float>());
     case DType::F64: return blas_gemm<double>(g, out.ptr<double>(), a.ptr<double>(), b.ptr<double>());
     case DType::F16: return reduced_precision_gemm<Half>(call.op, g);
     case DType::BF16: return reduced_precision_gemm<BFloat16>(call.op, g);
-    default:
-      STRATA_THROW(DTypeError, "{}: the CPU GEMM does not support {} tensors", call.op, out.dtype);
+    default: STRATA_THROW(DTypeError, "{}: the CPU GEMM does not support {} tensors", call.op, out.dtype);
   }
 }
 

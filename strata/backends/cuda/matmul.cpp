@@ -21,12 +21,12 @@ namespace {
                cublasGetStatusString(status));
 }
 
-#define STRATA_CUBLAS_CHECK(expr, op)                                     \
-  do {                                                                    \
-    const cublasStatus_t strata_cublas_status_ = (expr);                  \
-    if (strata_cublas_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {    \
-      ::strata::cuda::throw_cublas(strata_cublas_status_, #expr, (op));   \
-    }                                                                     \
+#define STRATA_CUBLAS_CHECK(expr, op)                                   \
+  do {                                                                  \
+    const cublasStatus_t strata_cublas_status_ = (expr);                \
+    if (strata_cublas_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {  \
+      ::strata::cuda::throw_cublas(strata_cublas_status_, #expr, (op)); \
+    }                                                                   \
   } while (false)
 
 // Note [cuBLAS handles]
@@ -74,13 +74,12 @@ GemmTypes gemm_types(DType dtype, bool allow_tf32, const char* op) {
 
 int as_int(int64_t value, const char* what, const char* op) {
   STRATA_CHECK(value <= std::numeric_limits<int>::max(), NotImplementedError,
-               "{}: {} = {} exceeds what one cuBLAS call takes ({})", op, what, value,
-               std::numeric_limits<int>::max());
+               "{}: {} = {} exceeds what one cuBLAS call takes ({})", op, what, value, std::numeric_limits<int>::max());
   return static_cast<int>(value);
 }
 
-void gemm_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& a, const TensorView& b,
-                 double alpha, double beta, bool allow_tf32) {
+void gemm_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& a, const TensorView& b, double alpha,
+                 double beta, bool allow_tf32) {
   const char* op = call.op;
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
   const int device = call.device.index() < 0 ? 0 : call.device.index();
@@ -90,12 +89,6 @@ void gemm_kernel(const ops::OpCall& call, const TensorView& out, const TensorVie
   const auto* a_ptr = static_cast<const char*>(a.data) + a.offset * element;
   const auto* b_ptr = static_cast<const char*>(b.data) + b.offset * element;
   auto* out_ptr = static_cast<char*>(out.data) + out.offset * element;
-  if (k == 0 && beta == 0.0) {
-    // A sum of nothing; zero bits are 0.0 in every floating format.
-    STRATA_CUDA_CHECK(cudaMemsetAsync(out_ptr, 0, static_cast<std::size_t>(out.numel() * element), stream),
-                      fmt::format("{}: zeroing an empty product", op));
-    return;
-  }
   thread_local Handles handles;
   cublasHandle_t handle = handles.get(device, op);
   STRATA_CUBLAS_CHECK(cublasSetStream(handle, stream), op);
@@ -111,10 +104,10 @@ void gemm_kernel(const ops::OpCall& call, const TensorView& out, const TensorVie
   const void* beta_p = f64 ? static_cast<const void*>(&beta) : &beta_f;
   STRATA_CUBLAS_CHECK(
       cublasGemmStridedBatchedEx(handle, op_b, op_a, as_int(n, "n", op), as_int(m, "m", op), as_int(k, "k", op),
-                                 alpha_p, b_ptr, types.data, as_int(ops::gemm_leading_dim(b), "ldb", op),
-                                 b.strides[0], a_ptr, types.data, as_int(ops::gemm_leading_dim(a), "lda", op),
-                                 a.strides[0], beta_p, out_ptr, types.data, as_int(n, "n", op), m * n,
-                                 as_int(batch, "batch", op), types.compute, CUBLAS_GEMM_DEFAULT),
+                                 alpha_p, b_ptr, types.data, as_int(ops::gemm_leading_dim(b), "ldb", op), b.strides[0],
+                                 a_ptr, types.data, as_int(ops::gemm_leading_dim(a), "lda", op), a.strides[0], beta_p,
+                                 out_ptr, types.data, as_int(n, "n", op), m * n, as_int(batch, "batch", op),
+                                 types.compute, CUBLAS_GEMM_DEFAULT),
       op);
 }
 
