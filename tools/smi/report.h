@@ -1,0 +1,155 @@
+#pragma once
+
+// What strata-smi reports about each device, and the two ways it prints it (a table for people, JSON for scripts).
+// Header-only so that tests/tools/smi_test.cpp compiles the same code into strata_tests.
+
+#include <fmt/format.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strata/core/device.h"
+#include "strata/runtime/allocator.h"
+#include "strata/runtime/cuda.h"
+#include "strata/runtime/memory_limit.h"
+#include "strata/runtime/registry.h"
+
+namespace strata::smi {
+
+/// This process's caching-allocator figures for one device (from strata::memory_stats).
+struct AllocatorFigures {
+  int64_t allocated_bytes = 0;
+  int64_t reserved_bytes = 0;
+  int64_t peak_allocated_bytes = 0;
+  std::optional<int64_t> limit_bytes;
+};
+
+/// One device as strata-smi shows it. Memory figures are the device's own (all processes together).
+struct DeviceReport {
+  Device device;
+  std::string name;
+  std::size_t memory_total_bytes = 0;
+  std::size_t memory_available_bytes = 0;  // CPU: MemAvailable; GPU: free device memory
+  int cores = 0;                           // CPU: logical cores; GPU: multiprocessors
+  int compute_capability_major = 0;        // GPU only, as the four fields below
+  int compute_capability_minor = 0;
+  int driver_version = 0;  // CUDA style: 13000 is 13.0
+  int runtime_version = 0;
+  AllocatorFigures allocator;
+};
+
+/// Every device this process can use: the CPU first, then cuda:0, cuda:1, ...
+struct Report {
+  std::vector<DeviceReport> devices;
+  std::string cuda_unavailable_reason;  // one line; empty when CUDA is available
+};
+
+/// A CUDA version number as people write it: 13000 -> "13.0", 12080 -> "12.8"; "-" when unknown (0).
+inline std::string format_cuda_version(int version) {
+  if (version <= 0) return "-";
+  return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
+}
+
+/// Reads one device's properties, memory and allocator figures (creates the device's allocator, which applies
+/// STRATA_MEMORY_LIMIT and throws InvalidArgumentError when it is malformed).
+inline DeviceReport describe_device(Device device) {
+  Backend& device_backend = backend(device);
+  const int index = device.is_cpu() ? 0 : device.index();
+  const DeviceProperties properties = device_backend.properties(index);
+  const MemoryInfo memory = device_backend.memory_info(index);
+  const MemoryStats stats = memory_stats(device);
+  DeviceReport r;
+  r.device = device;
+  r.name = properties.name;
+  r.memory_total_bytes = memory.total;
+  r.memory_available_bytes = memory.free;
+  r.cores = properties.multiprocessor_count;
+  r.compute_capability_major = properties.compute_capability_major;
+  r.compute_capability_minor = properties.compute_capability_minor;
+  r.driver_version = properties.driver_version;
+  r.runtime_version = properties.runtime_version;
+  r.allocator = {stats.allocated_bytes.current, stats.reserved_bytes.current, stats.allocated_bytes.peak,
+                 stats.limit_bytes};
+  return r;
+}
+
+/// The report for this process, now.
+inline Report collect_report() {
+  Report report;
+  report.devices.push_back(describe_device(kCPU));
+  const int gpus = cuda::device_count();
+  for (int i = 0; i < gpus; ++i) report.devices.push_back(describe_device(Device(DeviceType::CUDA, i)));
+  if (gpus == 0) report.cuda_unavailable_reason = cuda::unavailable_reason();
+  return report;
+}
+
+/// The report as JSON; keys keep the order of the table. Byte counts are plain integers, versions strings.
+inline nlohmann::ordered_json to_json(const Report& report) {
+  using nlohmann::ordered_json;
+  ordered_json devices = ordered_json::array();
+  for (const DeviceReport& d : report.devices) {
+    ordered_json j;
+    j["device"] = d.device.str();
+    j["type"] = d.device.is_cpu() ? "cpu" : "cuda";
+    if (!d.device.is_cpu()) j["index"] = d.device.index();
+    j["name"] = d.name;
+    j["memory_total_bytes"] = d.memory_total_bytes;
+    j["memory_used_bytes"] = d.memory_total_bytes - d.memory_available_bytes;
+    j["memory_available_bytes"] = d.memory_available_bytes;
+    if (d.device.is_cpu()) {
+      j["cores"] = d.cores;
+    } else {
+      j["compute_capability"] = fmt::format("{}.{}", d.compute_capability_major, d.compute_capability_minor);
+      j["multiprocessors"] = d.cores;
+      j["driver_version"] = format_cuda_version(d.driver_version);
+      j["runtime_version"] = format_cuda_version(d.runtime_version);
+    }
+    ordered_json a = {{"allocated_bytes", d.allocator.allocated_bytes},
+                      {"reserved_bytes", d.allocator.reserved_bytes},
+                      {"peak_allocated_bytes", d.allocator.peak_allocated_bytes}};
+    a["limit_bytes"] = d.allocator.limit_bytes ? ordered_json(*d.allocator.limit_bytes) : ordered_json(nullptr);
+    j["allocator"] = std::move(a);
+    devices.push_back(std::move(j));
+  }
+  ordered_json j;
+  j["devices"] = std::move(devices);
+  j["cuda_available"] = report.cuda_unavailable_reason.empty();
+  j["cuda_unavailable_reason"] =
+      report.cuda_unavailable_reason.empty() ? ordered_json(nullptr) : ordered_json(report.cuda_unavailable_reason);
+  return j;
+}
+
+/// The report as a table: one line per device with its memory and this process's allocator figures, a line of
+/// details under it, and the reason CUDA is unavailable when it is.
+inline std::string format_table(const Report& report) {
+  const auto bytes = [](int64_t n) { return format_bytes(static_cast<std::size_t>(n < 0 ? 0 : n)); };
+  std::string out = fmt::format("{:<7} {:<32} {:>23}   {}\n", "Device", "Name", "Memory used / total",
+                                "Strata allocated / reserved / peak");
+  for (const DeviceReport& d : report.devices) {
+    const std::string memory = fmt::format("{} / {}", format_bytes(d.memory_total_bytes - d.memory_available_bytes),
+                                           format_bytes(d.memory_total_bytes));
+    out += fmt::format("{:<7} {:<32.32} {:>23}   {} / {} / {}\n", d.device.str(), d.name, memory,
+                       bytes(d.allocator.allocated_bytes), bytes(d.allocator.reserved_bytes),
+                       bytes(d.allocator.peak_allocated_bytes));
+    if (d.device.is_cpu()) {
+      out += fmt::format("        {} cores, {} available", d.cores, format_bytes(d.memory_available_bytes));
+    } else {
+      out += fmt::format("        compute capability {}.{}, {} multiprocessors, driver {}, runtime {}, {} free",
+                         d.compute_capability_major, d.compute_capability_minor, d.cores,
+                         format_cuda_version(d.driver_version), format_cuda_version(d.runtime_version),
+                         format_bytes(d.memory_available_bytes));
+    }
+    if (d.allocator.limit_bytes) out += fmt::format(", Strata limit {}", bytes(*d.allocator.limit_bytes));
+    out += "\n";
+  }
+  if (!report.cuda_unavailable_reason.empty()) {
+    out += fmt::format("CUDA unavailable: {}\n", report.cuda_unavailable_reason);
+  }
+  return out;
+}
+
+}  // namespace strata::smi
