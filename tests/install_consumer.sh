@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
 # Installs the build tree into a temporary prefix, builds examples/consumer against it with find_package(strata),
-# and runs it. Usage: install_consumer.sh BUILD_DIR SOURCE_DIR
+# runs it, and runs the installed strata-smi.
+# Usage: install_consumer.sh BUILD_DIR SOURCE_DIR [CXX_FLAGS [LINKER_FLAGS]]   (the flags of the build under test)
 set -euo pipefail
 build=$1
 source=$2
+cxx_flags=${3:-}
+linker_flags=${4:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+fail() { echo "install_consumer: $*" >&2; exit 1; }
+
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
-cmake -S "$source/examples/consumer" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+[ -f "$work/prefix/include/strata/strata.h" ] || fail "include/strata/strata.h was not installed"
+# Only the installed prefix may be found: the build tree's package files are not on CMake's search path.
+cmake -S "$source/examples/consumer" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+  -DCMAKE_CXX_FLAGS="$cxx_flags" -DCMAKE_EXE_LINKER_FLAGS="$linker_flags" >/dev/null
 cmake --build "$work/build" >/dev/null
-output=$("$work/build/consumer")
+
+output=$("$work/build/consumer") || fail "consumer exited non-zero; it printed:"$'\n'"$output"
 echo "$output"
-grep -q "sum of squares: 55" <<<"$output"
+grep -q "^device cpu: ." <<<"$output" || fail "no cpu device line"
+grep -Eq "^device cuda:0: .|^cuda unavailable: ." <<<"$output" || fail "neither a GPU nor the reason for none"
+grep -q "^allocated 1048576 bytes on cpu" <<<"$output" || fail "no allocation line"
+grep -q "^sum of squares: 55$" <<<"$output" || fail "wrong sum of squares"
+ldd "$work/build/consumer" | grep -q "$work/prefix/lib/libstrata.so" || fail "consumer does not use the installed libstrata"
+
+smi=$("$work/prefix/bin/strata-smi") || fail "the installed strata-smi exited non-zero"
+grep -q "^cpu " <<<"$smi" || fail "the installed strata-smi lists no cpu:"$'\n'"$smi"

@@ -44,7 +44,8 @@ Tensor scalar_tensor(const Scalar& value, TensorOptions options) { return full({
 
 Tensor from_blob(const void* data, const Shape& shape, DType dtype, Device device) {
   Tensor host = empty(shape, dtype);
-  std::memcpy(host.data_ptr(), data, host.storage()->nbytes);
+  // An empty std::vector's data() may be null; memcpy must not see it even for zero bytes.
+  if (host.storage()->nbytes != 0) std::memcpy(host.data_ptr(), data, host.storage()->nbytes);
   return host.to(device);
 }
 
