@@ -1,7 +1,11 @@
 #pragma once
 
 // The public API of Strata in one header: #include <strata/strata.h>.
-// (The portable kernel API, <strata/kernels/launch.h>, is included separately by files that write kernels.)
+// Each layer lists its public headers below; a new layer (nn/, optim/, dist/, ...) adds its headers here.
+// Left out on purpose: the portable kernel API (strata/kernels/*.h, runtime/kernel_assert.h), which files that
+// write kernels include themselves, and internal headers that only the library and backends use (core/macros.h,
+// core/tensor_view.h, runtime/plugin.h, runtime/memory_report.h, ops/*, backends/*, tensor/op_call.h,
+// tensor/grad_hook.h, tensor/autograd_support.h, data/sampling.h, io/file.h).
 
 // core
 #include "strata/core/device.h"
@@ -32,6 +36,7 @@
 // autograd
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/gradcheck.h"
+#include "strata/autograd/node.h"
 
 // data and io
 #include "strata/data/dataloader.h"
