@@ -1,0 +1,66 @@
+// Linear, the activations, Flatten and Sequential (nn/layers.h). The layers over the DNN primitives of
+// nn/functional.h (convolution, pooling, normalisation, dropout, embedding) live in layers_dnn.cpp.
+
+#include "strata/nn/layers.h"
+
+#include <cmath>
+#include <string>
+
+#include "strata/core/error.h"
+#include "strata/nn/init.h"
+#include "strata/tensor/functions.h"
+
+namespace strata::nn {
+
+Linear::Linear(const LinearOptions& options_) : Layer("Linear"), options(options_) {
+  STRATA_CHECK(options.in_features > 0 && options.out_features > 0, InvalidArgumentError,
+               "Linear: in_features ({}) and out_features ({}) must be positive", options.in_features,
+               options.out_features);
+  weight = register_parameter("weight", empty({options.out_features, options.in_features}, options.tensor_options_));
+  if (options.bias_) bias = register_parameter("bias", empty({options.out_features}, options.tensor_options_));
+  reset_parameters();
+}
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool bias, TensorOptions tensor_options)
+    : Linear([&] {
+        LinearOptions o(in_features, out_features);
+        o.bias_ = bias;
+        o.tensor_options_ = tensor_options;
+        return o;
+      }()) {}
+
+void Linear::reset_parameters() {
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  if (bias.defined()) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(options.in_features));
+    init::uniform_(bias, -bound, bound);
+  }
+}
+
+Tensor Linear::forward(const Tensor& input) { return functional::linear(input, weight, bias); }
+
+Tensor ReLU::forward(const Tensor& input) { return relu(input); }
+Tensor GELU::forward(const Tensor& input) { return gelu(input); }
+Tensor Tanh::forward(const Tensor& input) { return tanh(input); }
+Tensor Sigmoid::forward(const Tensor& input) { return sigmoid(input); }
+Tensor Flatten::forward(const Tensor& input) { return input.flatten(start_dim_, end_dim_); }
+
+void Sequential::push_back(std::shared_ptr<Layer> layer) {
+  STRATA_CHECK(layer != nullptr, InvalidArgumentError, "Sequential::push_back: the layer is null");
+  register_module(std::to_string(layers_.size()), layer);
+  layers_.push_back(std::move(layer));
+}
+
+const std::shared_ptr<Layer>& Sequential::operator[](std::size_t i) const {
+  STRATA_CHECK(i < layers_.size(), IndexError, "Sequential: index {} is out of range for {} layers", i,
+               layers_.size());
+  return layers_[i];
+}
+
+Tensor Sequential::forward(const Tensor& input) {
+  Tensor x = input;
+  for (const auto& layer : layers_) x = (*layer)(x);
+  return x;
+}
+
+}  // namespace strata::nn

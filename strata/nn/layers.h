@@ -1,0 +1,252 @@
+#pragma once
+
+// Layers: thin modules over nn/functional.h, with PyTorch's default initialisation. Options read like LibTorch:
+//   Conv2d(Conv2dOptions(3, 16, 3).stride(2).padding(1).device("cuda"))
+// and a model is a Sequential of layers:
+//   Sequential model(Linear(2, 8), Tanh(), Linear(8, 1));
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "strata/nn/functional.h"
+#include "strata/nn/module.h"
+#include "strata/tensor/factories.h"
+
+namespace strata::nn {
+
+using functional::Pair;
+
+// --- linear (layers.cpp) ---
+
+struct LinearOptions {
+  int64_t in_features, out_features;
+  bool bias_ = true;
+  TensorOptions tensor_options_;
+  LinearOptions(int64_t in, int64_t out) : in_features(in), out_features(out) {}
+  LinearOptions& bias(bool b) { bias_ = b; return *this; }
+  LinearOptions& dtype(DType d) { tensor_options_.dtype(d); return *this; }
+  LinearOptions& device(Device d) { tensor_options_.device(d); return *this; }
+};
+
+/// y = x W^T + b; weight [out, in] and bias [out] start U(-1/sqrt(in), 1/sqrt(in)) as in PyTorch.
+class Linear : public Layer {
+ public:
+  explicit Linear(const LinearOptions& options);
+  Linear(int64_t in_features, int64_t out_features, bool bias = true, TensorOptions tensor_options = {});
+  /// Draws the weight and bias again from their default distributions.
+  void reset_parameters();
+  Tensor forward(const Tensor& input) override;
+
+  LinearOptions options;
+  Tensor weight;
+  Tensor bias;  // undefined when options.bias_ is false
+};
+/// Gluon's and Keras's name for Linear.
+using Dense = Linear;
+
+// --- activations and reshaping (layers.cpp) ---
+
+class ReLU : public Layer {
+ public:
+  ReLU() : Layer("ReLU") {}
+  Tensor forward(const Tensor& input) override;
+};
+/// The exact (erf) GELU.
+class GELU : public Layer {
+ public:
+  GELU() : Layer("GELU") {}
+  Tensor forward(const Tensor& input) override;
+};
+class Tanh : public Layer {
+ public:
+  Tanh() : Layer("Tanh") {}
+  Tensor forward(const Tensor& input) override;
+};
+class Sigmoid : public Layer {
+ public:
+  Sigmoid() : Layer("Sigmoid") {}
+  Tensor forward(const Tensor& input) override;
+};
+/// Flattens dims start_dim..end_dim (by default all but the batch dim).
+class Flatten : public Layer {
+ public:
+  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1)
+      : Layer("Flatten"), start_dim_(start_dim), end_dim_(end_dim) {}
+  Tensor forward(const Tensor& input) override;
+
+ private:
+  int64_t start_dim_, end_dim_;
+};
+
+// --- convolution and pooling (layers_dnn.cpp) ---
+
+struct Conv2dOptions {
+  int64_t in_channels, out_channels;
+  Pair kernel_size;
+  Pair stride_ = 1, padding_ = 0, dilation_ = 1;
+  int64_t groups_ = 1;
+  bool bias_ = true;
+  TensorOptions tensor_options_;
+  Conv2dOptions(int64_t in, int64_t out, Pair kernel) : in_channels(in), out_channels(out), kernel_size(kernel) {}
+  Conv2dOptions& stride(Pair s) { stride_ = s; return *this; }
+  Conv2dOptions& padding(Pair p) { padding_ = p; return *this; }
+  Conv2dOptions& dilation(Pair d) { dilation_ = d; return *this; }
+  Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
+  Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
+  Conv2dOptions& dtype(DType d) { tensor_options_.dtype(d); return *this; }
+  Conv2dOptions& device(Device d) { tensor_options_.device(d); return *this; }
+};
+
+/// 2-D convolution over NCHW input; weight [out, in/groups, kH, kW] and bias [out] start U(-1/sqrt(fan_in), ...).
+class Conv2d : public Layer {
+ public:
+  explicit Conv2d(const Conv2dOptions& options);
+  void reset_parameters();
+  Tensor forward(const Tensor& input) override;
+
+  Conv2dOptions options;
+  Tensor weight;
+  Tensor bias;
+};
+
+struct Pool2dOptions {
+  Pair kernel_size;
+  std::optional<Pair> stride_;  // defaults to the kernel size
+  Pair padding_ = 0;
+  Pool2dOptions(Pair kernel) : kernel_size(kernel) {}  // NOLINT: MaxPool2d(2) reads like PyTorch
+  Pool2dOptions& stride(Pair s) { stride_ = s; return *this; }
+  Pool2dOptions& padding(Pair p) { padding_ = p; return *this; }
+};
+using MaxPool2dOptions = Pool2dOptions;
+using AvgPool2dOptions = Pool2dOptions;
+
+class MaxPool2d : public Layer {
+ public:
+  explicit MaxPool2d(const Pool2dOptions& options) : Layer("MaxPool2d"), options(options) {}
+  Tensor forward(const Tensor& input) override;
+  Pool2dOptions options;
+};
+class AvgPool2d : public Layer {
+ public:
+  explicit AvgPool2d(const Pool2dOptions& options) : Layer("AvgPool2d"), options(options) {}
+  Tensor forward(const Tensor& input) override;
+  Pool2dOptions options;
+};
+class AdaptiveAvgPool2d : public Layer {
+ public:
+  explicit AdaptiveAvgPool2d(Pair output_size) : Layer("AdaptiveAvgPool2d"), output_size(output_size) {}
+  Tensor forward(const Tensor& input) override;
+  Pair output_size;
+};
+
+// --- normalisation, dropout, embedding (layers_dnn.cpp) ---
+
+struct BatchNorm2dOptions {
+  int64_t num_features;
+  double eps_ = 1e-5, momentum_ = 0.1;
+  bool affine_ = true, track_running_stats_ = true;
+  TensorOptions tensor_options_;
+  BatchNorm2dOptions(int64_t features) : num_features(features) {}  // NOLINT: BatchNorm2d(16)
+  BatchNorm2dOptions& eps(double e) { eps_ = e; return *this; }
+  BatchNorm2dOptions& momentum(double m) { momentum_ = m; return *this; }
+  BatchNorm2dOptions& affine(bool a) { affine_ = a; return *this; }
+  BatchNorm2dOptions& track_running_stats(bool t) { track_running_stats_ = t; return *this; }
+  BatchNorm2dOptions& dtype(DType d) { tensor_options_.dtype(d); return *this; }
+  BatchNorm2dOptions& device(Device d) { tensor_options_.device(d); return *this; }
+};
+
+/// Batch normalisation per channel of NCHW input. Parameters weight (1) and bias (0) when affine; buffers
+/// running_mean (0), running_var (1) and num_batches_tracked (i64) when tracking running statistics.
+class BatchNorm2d : public Layer {
+ public:
+  explicit BatchNorm2d(const BatchNorm2dOptions& options);
+  Tensor forward(const Tensor& input) override;
+
+  BatchNorm2dOptions options;
+  Tensor weight, bias;
+  Tensor running_mean, running_var, num_batches_tracked;
+};
+
+struct LayerNormOptions {
+  Shape normalized_shape;
+  double eps_ = 1e-5;
+  bool elementwise_affine_ = true;
+  TensorOptions tensor_options_;
+  LayerNormOptions(Shape shape) : normalized_shape(std::move(shape)) {}  // NOLINT: LayerNorm(Shape{64})
+  LayerNormOptions& eps(double e) { eps_ = e; return *this; }
+  LayerNormOptions& elementwise_affine(bool a) { elementwise_affine_ = a; return *this; }
+  LayerNormOptions& dtype(DType d) { tensor_options_.dtype(d); return *this; }
+  LayerNormOptions& device(Device d) { tensor_options_.device(d); return *this; }
+};
+
+/// Normalises over the trailing normalized_shape dims; weight (1) and bias (0) when elementwise_affine.
+class LayerNorm : public Layer {
+ public:
+  explicit LayerNorm(const LayerNormOptions& options);
+  Tensor forward(const Tensor& input) override;
+
+  LayerNormOptions options;
+  Tensor weight, bias;
+};
+
+/// Zeroes elements with probability p in training mode (scaling the rest by 1/(1-p)); identity in eval mode.
+class Dropout : public Layer {
+ public:
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& input) override;
+  double p;
+};
+
+/// A lookup table [num_embeddings, embedding_dim] indexed by integer tensors; starts N(0, 1).
+class Embedding : public Layer {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, TensorOptions tensor_options = {});
+  Tensor forward(const Tensor& indices) override;
+  Tensor weight;
+};
+
+// --- containers (layers.cpp) ---
+
+/// Layers applied in order; child i is registered as "i", so parameters read "0.weight", "2.bias".
+class Sequential : public Layer {
+ public:
+  Sequential() : Layer("Sequential") {}
+  /// Sequential(Linear(2, 8), Tanh(), std::make_shared<Linear>(8, 1)): layers by value (moved in) or shared.
+  template <typename... Layers>
+  explicit Sequential(Layers&&... layers) : Sequential() {
+    (push_back(std::forward<Layers>(layers)), ...);
+  }
+
+  void push_back(std::shared_ptr<Layer> layer);
+  template <typename L, typename = std::enable_if_t<std::is_base_of_v<Layer, std::decay_t<L>>>>
+  void push_back(L&& layer) {
+    push_back(std::shared_ptr<Layer>(std::make_shared<std::decay_t<L>>(std::forward<L>(layer))));
+  }
+  template <typename L>
+  void push_back(std::shared_ptr<L> layer) {
+    push_back(std::shared_ptr<Layer>(std::move(layer)));
+  }
+
+  std::size_t size() const { return layers_.size(); }
+  /// The i-th layer; IndexError when out of range.
+  const std::shared_ptr<Layer>& operator[](std::size_t i) const;
+  /// The i-th layer as its concrete type (nullptr when it is another type): model.at<Linear>(0)->weight.
+  template <typename L>
+  std::shared_ptr<L> at(std::size_t i) const {
+    return std::dynamic_pointer_cast<L>((*this)[i]);
+  }
+  auto begin() const { return layers_.begin(); }
+  auto end() const { return layers_.end(); }
+
+  Tensor forward(const Tensor& input) override;
+
+ private:
+  std::vector<std::shared_ptr<Layer>> layers_;
+};
+
+}  // namespace strata::nn

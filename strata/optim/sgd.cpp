@@ -1,0 +1,43 @@
+#include "strata/optim/sgd.h"
+
+#include "strata/autograd/grad_mode.h"
+#include "strata/core/error.h"
+#include "strata/tensor/functions.h"
+
+namespace strata::optim {
+
+SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
+    : Optimizer("SGD", std::move(params), options.lr), options_(options) {
+  STRATA_CHECK(options.momentum_ >= 0.0, InvalidArgumentError, "SGD: momentum must be >= 0, got {}",
+               options.momentum_);
+  STRATA_CHECK(options.weight_decay_ >= 0.0, InvalidArgumentError, "SGD: weight_decay must be >= 0, got {}",
+               options.weight_decay_);
+  STRATA_CHECK(!options.nesterov_ || (options.momentum_ > 0.0 && options.dampening_ == 0.0), InvalidArgumentError,
+               "SGD: nesterov needs momentum > 0 and dampening 0 (got momentum {}, dampening {})", options.momentum_,
+               options.dampening_);
+}
+
+void SGD::step() {
+  NoGradGuard no_grad;
+  const auto& o = options_;
+  for (std::size_t i = 0; i < params().size(); ++i) {
+    Tensor p = params()[i];
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    if (o.weight_decay_ != 0.0) g = add(g, p, o.weight_decay_);
+    if (o.momentum_ != 0.0) {
+      ParamState& s = state_for(i);
+      auto it = s.tensors.find("momentum_buffer");
+      if (it == s.tensors.end()) {
+        it = s.tensors.emplace("momentum_buffer", g.clone()).first;
+      } else {
+        detail::scale_(it->second, o.momentum_);
+        add_(it->second, g, 1.0 - o.dampening_);
+      }
+      g = o.nesterov_ ? add(g, it->second, o.momentum_) : it->second;
+    }
+    add_(p, g, -lr());
+  }
+}
+
+}  // namespace strata::optim
