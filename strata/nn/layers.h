@@ -118,7 +118,8 @@ struct Pool2dOptions {
   Pair kernel_size;
   std::optional<Pair> stride_;  // defaults to the kernel size
   Pair padding_ = 0;
-  Pool2dOptions(Pair kernel) : kernel_size(kernel) {}  // NOLINT: MaxPool2d(2) reads like PyTorch
+  Pool2dOptions(Pair kernel) : kernel_size(kernel) {}  // NOLINT: MaxPool2d({2, 3}) reads like PyTorch
+  Pool2dOptions(int64_t kernel) : kernel_size(kernel) {}  // NOLINT: MaxPool2d(2)
   Pool2dOptions& stride(Pair s) { stride_ = s; return *this; }
   Pool2dOptions& padding(Pair p) { padding_ = p; return *this; }
 };

@@ -168,7 +168,9 @@ TEST(Module, ToDTypeKeepsIdentityAndConvertsGradients) {
 
 TEST(Module, OptimizerBuiltBeforeAToDTypeStillTrains) {
   Linear fc(1, 1);
-  optim::SGD sgd(fc.parameters(), 0.1);
+  optim::SGD sgd(fc.parameters(), optim::SGDOptions(0.1).momentum(0.5));
+  sum(fc(ones({1, 1}))).backward();
+  sgd.step();  // the momentum buffers are f32 now
   fc.to(DType::F64);
   const Tensor x = tensor<double>({1.0, 2.0, 3.0}, {3, 1});
   const Tensor y = tensor<double>({2.0, 4.0, 6.0}, {3, 1});
@@ -180,6 +182,7 @@ TEST(Module, OptimizerBuiltBeforeAToDTypeStillTrains) {
   }
   EXPECT_NEAR(fc.weight.item<double>(), 2.0, 1e-2);
   EXPECT_EQ(sgd.params()[0].dtype(), DType::F64);
+  EXPECT_EQ(sgd.state(0).tensors.at("momentum_buffer").dtype(), DType::F64);
 }
 
 TEST_P(ModuleOnDevice, ToDeviceKeepsIdentityAndAnOptimizerStillTrains) {
