@@ -13,12 +13,16 @@
 namespace strata::nn {
 
 Linear::Linear(const LinearOptions& options_) : Layer("Linear"), options(options_) {
-  STRATA_CHECK(options.in_features > 0 && options.out_features > 0, InvalidArgumentError,
-               "Linear: in_features ({}) and out_features ({}) must be positive", options.in_features,
-               options.out_features);
-  weight = register_parameter("weight", empty({options.out_features, options.in_features}, options.tensor_options_));
+  STRATA_CHECK((options.in_features > 0 || options.in_features == -1) && options.out_features > 0,
+               InvalidArgumentError,
+               "Linear: in_features ({}) must be positive or -1 (inferred from the first input) and out_features "
+               "({}) positive",
+               options.in_features, options.out_features);
+  const bool lazy = !is_initialized();
+  weight = register_parameter("weight", empty({options.out_features, lazy ? 0 : options.in_features},
+                                               options.tensor_options_));
   if (options.bias_) bias = register_parameter("bias", empty({options.out_features}, options.tensor_options_));
-  reset_parameters();
+  if (!lazy) reset_parameters();
 }
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool bias, TensorOptions tensor_options)
@@ -30,6 +34,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, TensorOptio
       }()) {}
 
 void Linear::reset_parameters() {
+  if (!is_initialized()) return;  // a lazy layer draws its values at its first forward
   init::kaiming_uniform_(weight, std::sqrt(5.0));
   if (bias.defined()) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(options.in_features));
@@ -37,7 +42,18 @@ void Linear::reset_parameters() {
   }
 }
 
-Tensor Linear::forward(const Tensor& input) { return functional::linear(input, weight, bias); }
+Tensor Linear::forward(const Tensor& input) {
+  if (!is_initialized()) {
+    STRATA_CHECK(input.dim() >= 1 && input.size(-1) > 0, ShapeError,
+                 "{}: cannot infer in_features from an input of shape {}", describe(), input.shape());
+    // In place, on the weight's current device and dtype (the module may have moved since construction).
+    weight.set_data(empty({options.out_features, input.size(-1)},
+                          TensorOptions(weight.dtype()).device(weight.device())));
+    options.in_features = input.size(-1);
+    reset_parameters();
+  }
+  return functional::linear(input, weight, bias);
+}
 
 Tensor ReLU::forward(const Tensor& input) { return relu(input); }
 Tensor GELU::forward(const Tensor& input) { return gelu(input); }

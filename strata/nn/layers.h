@@ -34,6 +34,8 @@ struct LinearOptions {
 };
 
 /// y = x W^T + b; weight [out, in] and bias [out] start U(-1/sqrt(in), 1/sqrt(in)) as in PyTorch.
+/// in_features = -1 makes the layer lazy (Gluon's deferred initialisation): weight is registered as [out, 0] and
+/// takes its real shape, in place, from the first input, so handles taken before (an optimizer) stay valid.
 class Linear : public Layer {
  public:
   explicit Linear(const LinearOptions& options);
@@ -41,6 +43,8 @@ class Linear : public Layer {
   /// Draws the weight and bias again from their default distributions.
   void reset_parameters();
   Tensor forward(const Tensor& input) override;
+  /// False for a lazy layer until its first forward.
+  bool is_initialized() const { return options.in_features >= 0; }
 
   LinearOptions options;
   Tensor weight;

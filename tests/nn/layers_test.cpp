@@ -8,6 +8,7 @@
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
 #include "strata/nn/layers.h"
+#include "strata/optim/sgd.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "test_devices.h"
@@ -105,6 +106,25 @@ TEST_P(LayersOnDevice, SequentialComposesItsLayers) {
   expect_near(values(model(x)), values(by_hand));
   EXPECT_EQ(model.at<Linear>(2)->options.in_features, 5);
   EXPECT_EQ(model.at<Linear>(1), nullptr);
+}
+
+TEST_P(LayersOnDevice, LazyLinearInfersInFeaturesAtTheFirstForward) {
+  Linear fc(nn::LinearOptions(-1, 2));
+  EXPECT_FALSE(fc.is_initialized());
+  optim::SGD sgd(fc.parameters(), 0.1);  // built before the shapes are known
+  fc.to(device());
+  const Tensor x = ones({4, 5}, TensorOptions().device(device()));
+  EXPECT_EQ(fc(x).shape(), (Shape{4, 2}));
+  EXPECT_TRUE(fc.is_initialized());
+  EXPECT_EQ(fc.options.in_features, 5);
+  EXPECT_EQ(sgd.params()[0].shape(), (Shape{2, 5}));
+  EXPECT_EQ(sgd.params()[0].device(), device());
+  const std::vector<float> before = values(fc.weight);
+  sgd.zero_grad();
+  sum(fc(x)).backward();
+  sgd.step();
+  EXPECT_NE(values(fc.weight), before);
+  for (float v : before) EXPECT_LE(std::abs(v), 1.0f / std::sqrt(5.0f));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, LayersOnDevice, ::testing::ValuesIn(testing::available_devices()),
