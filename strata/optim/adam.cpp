@@ -12,13 +12,16 @@ namespace strata::optim {
 Adam::Adam(std::vector<Tensor> params, const AdamOptions& options) : Adam("Adam", std::move(params), options, false) {}
 
 Adam::Adam(const char* name, std::vector<Tensor> params, const AdamOptions& options, bool decoupled)
-    : Optimizer(name, std::move(params), options.lr), options_(options), decoupled_(decoupled) {
+    : Optimizer(name, std::move(params), options.lr),
+      options_(options),
+      weight_decay_(options.weight_decay_.value_or(decoupled ? 0.01 : 0.0)),
+      decoupled_(decoupled) {
   STRATA_CHECK(options.beta1_ >= 0.0 && options.beta1_ < 1.0 && options.beta2_ >= 0.0 && options.beta2_ < 1.0,
                InvalidArgumentError, "{}: betas must be in [0, 1), got ({}, {})", name, options.beta1_,
                options.beta2_);
   STRATA_CHECK(options.eps_ >= 0.0, InvalidArgumentError, "{}: eps must be >= 0, got {}", name, options.eps_);
-  STRATA_CHECK(options.weight_decay_ >= 0.0, InvalidArgumentError, "{}: weight_decay must be >= 0, got {}", name,
-               options.weight_decay_);
+  STRATA_CHECK(weight_decay_ >= 0.0, InvalidArgumentError, "{}: weight_decay must be >= 0, got {}", name,
+               weight_decay_);
 }
 
 void Adam::step() {
@@ -37,11 +40,11 @@ void Adam::step() {
     Tensor& v = s.tensors.at("exp_avg_sq");
     const int64_t t = ++s.step;
 
-    if (o.weight_decay_ != 0.0) {
+    if (weight_decay_ != 0.0) {
       if (decoupled_) {
-        detail::scale_(p, 1.0 - lr() * o.weight_decay_);
+        detail::scale_(p, 1.0 - lr() * weight_decay_);
       } else {
-        g = add(g, p, o.weight_decay_);
+        g = add(g, p, weight_decay_);
       }
     }
     detail::scale_(m, o.beta1_);

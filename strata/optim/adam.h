@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "strata/optim/optimizer.h"
@@ -8,7 +9,8 @@ namespace strata::optim {
 
 struct AdamOptions {
   double lr;
-  double beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weight_decay_ = 0.0;
+  double beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8;
+  std::optional<double> weight_decay_;  // unset: PyTorch's default, 0 for Adam and 0.01 for AdamW
   AdamOptions(double lr_ = 1e-3) : lr(lr_) {}  // NOLINT: Adam(params, 1e-3) reads like PyTorch
   AdamOptions& betas(double b1, double b2) { beta1_ = b1; beta2_ = b2; return *this; }
   AdamOptions& eps(double e) { eps_ = e; return *this; }
@@ -32,14 +34,15 @@ class Adam : public Optimizer {
 
  private:
   AdamOptions options_;
+  double weight_decay_;
   bool decoupled_;
 };
 
-/// Adam with decoupled weight decay (Loshchilov & Hutter): p *= 1 - lr * wd before the Adam update. PyTorch's
-/// default weight_decay for AdamW is 0.01.
+/// Adam with decoupled weight decay (Loshchilov & Hutter): p *= 1 - lr * wd before the Adam update; wd defaults to
+/// 0.01 as in PyTorch.
 class AdamW : public Adam {
  public:
-  AdamW(std::vector<Tensor> params, const AdamOptions& options = AdamOptions().weight_decay(0.01));
+  AdamW(std::vector<Tensor> params, const AdamOptions& options = {});
 };
 
 }  // namespace strata::optim

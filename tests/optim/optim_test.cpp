@@ -86,6 +86,14 @@ TEST_P(OptimOnDevice, AdamWDecoupledWeightDecay) {
                 {0.8006389224608368, -1.8619538130424145}});
 }
 
+TEST_P(OptimOnDevice, AdamWDefaultsToPyTorchsWeightDecay) {
+  // lr 0.1, weight_decay 0.01: the first step is p * (1 - 0.001) - 0.1 * g / |g| (up to eps).
+  expect_steps(make<optim::AdamW>(optim::AdamOptions(0.1)),
+               {{0.899000002, -1.898000001},
+                {0.8048830404754623, -1.869468297369903},
+                {0.824713859842936, -1.9133320077276534}});
+}
+
 TEST_P(OptimOnDevice, ParametersWithoutGradientAreLeftAlone) {
   Tensor a = tensor<double>({1.0}, {}, GetParam());
   Tensor b = tensor<double>({2.0}, {}, GetParam());
