@@ -1,5 +1,5 @@
-// batch_norm and layer_norm, composed of differentiable reductions and elementwise ops: autograd follows, and the
-// same code runs on every device.
+// batch_norm and layer_norm, built from tensor ops only, so the same code runs on every device. layer_norm is a
+// composition that autograd differentiates; batch_norm records its own derivative (Note [batch_norm's derivative]).
 
 #include <algorithm>
 #include <utility>
@@ -8,6 +8,7 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
+#include "strata/tensor/autograd_support.h"
 #include "strata/tensor/functions.h"
 
 namespace strata::nn::functional {
@@ -27,6 +28,60 @@ void check_per_channel(const char* op, const char* name, const Tensor& t, int64_
                "{}: {} must have shape [{}] (the channels, dim 1 of input shape {}), got {}", op, name, channels,
                input_shape, t.shape());
   STRATA_CHECK(is_floating(t.dtype()), DTypeError, "{}: {} must be a floating tensor, got {}", op, name, t.dtype());
+}
+
+/// A per-channel vector [C] as [1, C, 1], to broadcast against an input viewed as [N, C, S].
+Tensor per_channel(const Tensor& t) { return t.reshape({1, t.numel(), 1}); }
+
+/// Sum over N and S of x [N, C, S] -> [C]. The contiguous trailing dim goes first: the reduce kernels are many
+/// times faster on trailing dims than on the strided reduction over {0, 2} at once.
+Tensor channel_sum(const Tensor& x) { return x.size(2) == 1 ? sum(x.squeeze(2), {0}) : sum(sum(x, {2}), {0}); }
+
+// Note [batch_norm's derivative]
+// batch_norm records one derivative instead of composing mean/var/mul: composed, the gradients of weight and bias
+// (and of the batch statistics) would be sums over the strided dims {0, 2, 3}, the slow case of the reduce kernels,
+// and the chain would take about twice as many passes over the activations. With xhat = (x - mean) * rstd:
+//   d bias = sum(g),  d weight = sum(g * xhat),
+//   d x = w * rstd * (g - sum(g) / M - xhat * sum(g * xhat) / M)   (training: mean and rstd depend on x)
+//   d x = w * rstd * g                                       (inference: the running statistics are constants)
+// where sums run over N and the spatial dims and M is their count.
+struct BatchNormSaved {
+  Tensor centered;  // training: x - mean as [N, C, S]
+  Tensor input;     // inference: x as [N, C, S]
+  Tensor mean, rstd, weight;  // [C]; weight may be undefined
+  double count = 0;
+  bool training = true;
+};
+
+struct BatchNormGrads {
+  Tensor input, weight, bias;
+};
+
+BatchNormGrads batch_norm_backward(const BatchNormSaved& s, const Tensor& g_out, bool need_input, bool need_weight,
+                                   bool need_bias) {
+  const Tensor& rstd = s.rstd;
+  const int64_t channels = rstd.numel();
+  const Tensor g = g_out.reshape({-1, channels, s.training ? s.centered.size(2) : s.input.size(2)});
+  BatchNormGrads grads;
+  Tensor sum_g;
+  if (need_bias || (need_input && s.training)) sum_g = channel_sum(g);
+  if (need_bias) grads.bias = sum_g;
+  Tensor sum_g_centered;  // sum(g * (x - mean)) = sum(g * xhat) / rstd
+  if (need_weight || (need_input && s.training)) {
+    const Tensor centered = s.training ? s.centered : s.input - per_channel(s.mean);
+    sum_g_centered = channel_sum(g * centered);
+  }
+  if (need_weight) grads.weight = sum_g_centered * rstd;
+  if (need_input) {
+    const Tensor scale = s.weight.defined() ? rstd * s.weight.to(rstd.dtype()) : rstd;  // w * rstd
+    grads.input = g * per_channel(scale);
+    if (s.training) {
+      const Tensor k_centered = -(scale * rstd * rstd * sum_g_centered / s.count);
+      const Tensor k_const = -(scale * sum_g / s.count);
+      grads.input = grads.input + s.centered * per_channel(k_centered) + per_channel(k_const);
+    }
+  }
+  return grads;
 }
 
 }  // namespace
@@ -52,40 +107,69 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   STRATA_CHECK(running_mean.defined() == running_var.defined(), InvalidArgumentError,
                "{}: pass both running_mean and running_var, or neither", op);
 
-  // Per-channel values broadcast as [1, C, 1, ...].
-  Shape channel_shape(static_cast<std::size_t>(input.dim()), 1);
-  channel_shape[1] = channels;
-  const auto per_channel = [&](const Tensor& t) { return t.reshape(channel_shape); };
+  const int64_t batch = input.size(0);
+  const int64_t spatial = input.numel() / std::max<int64_t>(batch * channels, 1);
+  const int64_t count = batch * spatial;  // values per channel
+  STRATA_CHECK(!training || count > 1, InvalidArgumentError,
+               "{}: expected more than 1 value per channel when training, got input shape {}", op, input.shape());
+  STRATA_CHECK(training || running_mean.defined(), InvalidArgumentError,
+               "{}: inference (training=false) needs running_mean and running_var", op);
 
-  Tensor scale, shift;  // y = x * scale + shift, both [1, C, 1, ...]
-  if (training) {
-    const int64_t count = input.numel() / std::max<int64_t>(channels, 1);
-    STRATA_CHECK(count > 1, InvalidArgumentError,
-                 "{}: expected more than 1 value per channel when training, got input shape {}", op, input.shape());
-    std::vector<int64_t> dims{0};
-    for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
-    const Tensor batch_mean = mean(input, dims, /*keepdim=*/true);
-    const Tensor batch_var = var(input, dims, /*unbiased=*/false, /*keepdim=*/true);
-    if (running_mean.defined()) {
-      NoGradGuard no_grad;
-      Tensor rm = running_mean, rv = running_var;
-      const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
-      rm.copy_(rm * (1.0 - momentum) + batch_mean.reshape({channels}) * momentum);
-      rv.copy_(rv * (1.0 - momentum) + batch_var.reshape({channels}) * (momentum * unbias));
+  BatchNormSaved saved;
+  saved.count = static_cast<double>(count);
+  saved.training = training;
+  saved.weight = weight;
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // the derivative is recorded below (Note [batch_norm's derivative])
+    const Tensor x = input.reshape({batch, channels, spatial});
+    Tensor mean_c, var_c;  // [C]
+    if (training) {
+      mean_c = channel_sum(x) / saved.count;
+      saved.centered = x - per_channel(mean_c);
+      var_c = channel_sum(saved.centered * saved.centered) / saved.count;
+      if (running_mean.defined()) {
+        Tensor rm = running_mean, rv = running_var;
+        rm.copy_(rm * (1.0 - momentum) + mean_c * momentum);
+        rv.copy_(rv * (1.0 - momentum) + var_c * (momentum * saved.count / (saved.count - 1.0)));
+      }
+    } else {
+      // The running statistics are constants: y = x * scale + shift, two passes.
+      saved.input = x;
+      mean_c = running_mean.to(input.dtype());
+      var_c = running_var.to(input.dtype());
     }
-    scale = rsqrt(batch_var + eps);
-    if (weight.defined()) scale = scale * per_channel(weight);
-    shift = -(batch_mean * scale);
-  } else {
-    STRATA_CHECK(running_mean.defined(), InvalidArgumentError,
-                 "{}: inference (training=false) needs running_mean and running_var", op);
-    // The running statistics are constants; fold them into the affine map in the input's dtype.
-    scale = rsqrt(per_channel(running_var).to(input.dtype()) + eps);
-    if (weight.defined()) scale = scale * per_channel(weight);
-    shift = -(per_channel(running_mean).to(input.dtype()) * scale);
+    saved.mean = mean_c;
+    saved.rstd = rsqrt(var_c + eps);
+    const Tensor scale = weight.defined() ? saved.rstd * weight : saved.rstd;
+    if (training) {
+      out = saved.centered * per_channel(scale);
+      if (bias.defined()) out = out + per_channel(bias);
+    } else {
+      const Tensor shift = bias.defined() ? bias - mean_c * scale : -(mean_c * scale);
+      out = x * per_channel(scale) + per_channel(shift);
+    }
+    out = out.reshape(input.shape());
   }
-  if (bias.defined()) shift = shift + per_channel(bias);
-  return input * scale + shift;
+
+  std::vector<Tensor> inputs{input};
+  if (weight.defined()) inputs.push_back(weight);
+  if (bias.defined()) inputs.push_back(bias);
+  if (detail::needs_grad_list(inputs)) {
+    const bool need_input = input.requires_grad();
+    const bool need_weight = weight.defined() && weight.requires_grad();
+    const bool has_weight = weight.defined(), has_bias = bias.defined();
+    const bool need_bias = has_bias && bias.requires_grad();
+    detail::record_list(op, inputs, out, [saved, shape = input.shape(), dtype = input.dtype(), bias_ref = bias,
+                                          need_input, need_weight, need_bias, has_weight, has_bias](const Tensor& g) {
+      const BatchNormGrads grads = batch_norm_backward(saved, g, need_input, need_weight, need_bias);
+      std::vector<Tensor> result{need_input ? grads.input.reshape(shape).to(dtype) : Tensor()};
+      if (has_weight) result.push_back(need_weight ? detail::grad_like(grads.weight, saved.weight) : Tensor());
+      if (has_bias) result.push_back(need_bias ? detail::grad_like(grads.bias, bias_ref) : Tensor());
+      return result;
+    });
+  }
+  return out;
 }
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,

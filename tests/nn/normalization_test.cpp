@@ -106,6 +106,14 @@ TEST_P(Normalization, BatchNormGradients) {
   expect_gradcheck([](const Inputs& x) { return F::batch_norm(x[0], {}, {}, x[1], x[2], true); },
                    {leaf({2, 3, 2, 2}), w, b});
   expect_gradcheck([](const Inputs& x) { return F::batch_norm(x[0], {}, {}, {}, {}, true); }, {leaf({3, 3, 2})});
+  expect_gradcheck([](const Inputs& x) { return F::batch_norm(x[0], {}, {}, {}, x[1], true); },
+                   {leaf({3, 3, 2}), b});
+  // Only the affine parameters require grad (a frozen input), with running statistics being updated.
+  const Tensor frozen = randn({4, 3, 2}, TensorOptions(DType::F64).device(device()));
+  const Tensor stats_mean = zeros({3}, TensorOptions(DType::F64).device(device()));
+  const Tensor stats_var = ones({3}, TensorOptions(DType::F64).device(device()));
+  expect_gradcheck(
+      [&](const Inputs& x) { return F::batch_norm(frozen, stats_mean, stats_var, x[0], x[1], true); }, {w, b});
   const TensorOptions f64 = TensorOptions(DType::F64).device(device());
   const Tensor rm = randn({3}, f64), rv = rand({3}, f64) + 0.5;
   expect_gradcheck([rm, rv](const Inputs& x) { return F::batch_norm(x[0], rm, rv, x[1], x[2], false); },
