@@ -89,6 +89,7 @@ TEST_P(Losses, CrossEntropyWithEachReduction) {
   const Tensor logits = rows_tensor(device()), target = labels(kTarget);
   const Tensor none = F::cross_entropy(logits, target, Reduction::None);
   EXPECT_EQ(none.shape(), (Shape{3}));
+  EXPECT_EQ(none.dtype(), DType::F32);
   expect_near(none.to_vector<float>(), ref);
   const Tensor total = F::cross_entropy(logits, target, Reduction::Sum);
   EXPECT_EQ(total.dim(), 0);

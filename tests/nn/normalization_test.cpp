@@ -60,6 +60,17 @@ TEST_P(Normalization, BatchNormTrainingUsesBatchStatistics) {
   expect_near(y.to_vector<float>(), {-1.5 / s0, -3 / s1, -0.5 / s0, -1 / s1, 0.5 / s0, 1 / s1, 1.5 / s0, 3 / s1});
 }
 
+TEST_P(Normalization, BatchNormAcceptsANonContiguousInput) {
+  const Tensor x = tensor<float>({1, 2, 3, 4, 2, 4, 6, 8}, {2, 4}, device()).t();  // two_channels, transposed
+  ASSERT_FALSE(x.is_contiguous());
+  const Tensor y = F::batch_norm(x, {}, {}, {}, {}, /*training=*/true);
+  EXPECT_EQ(y.dtype(), DType::F32);
+  EXPECT_EQ(y.to_vector<float>(), F::batch_norm(two_channels(device()), {}, {}, {}, {}, true).to_vector<float>());
+  Tensor leaf_t = randn({3, 5}, TensorOptions(DType::F64).device(device())).t();
+  leaf_t.requires_grad_();
+  expect_gradcheck([](const Inputs& in) { return F::batch_norm(in[0], {}, {}, {}, {}, true); }, {leaf_t});
+}
+
 TEST_P(Normalization, BatchNormAppliesWeightAndBias) {
   const Tensor w = tensor<float>({2, 0.5}, {}, device()), b = tensor<float>({1, -1}, {}, device());
   const Tensor y = F::batch_norm(two_channels(device()), {}, {}, w, b, /*training=*/true);
