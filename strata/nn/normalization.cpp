@@ -43,12 +43,13 @@ Tensor channel_sum(const Tensor& x) { return x.size(2) == 1 ? sum(x.squeeze(2), 
 // and the chain would take about twice as many passes over the activations. With xhat = (x - mean) * rstd:
 //   d bias = sum(g),  d weight = sum(g * xhat),
 //   d x = w * rstd * (g - sum(g) / M - xhat * sum(g * xhat) / M)   (training: mean and rstd depend on x)
-//   d x = w * rstd * g                                       (inference: the running statistics are constants)
+//   d x = w * rstd * g                                              (inference: the running statistics are constants)
 // where sums run over N and the spatial dims and M is their count.
 struct BatchNormSaved {
   Tensor centered;  // training: x - mean as [N, C, S]
   Tensor input;     // inference: x as [N, C, S]
   Tensor mean, rstd, weight;  // [C]; weight may be undefined
+  Shape shape3;               // [N, C, S]
   double count = 0;
   bool training = true;
 };
@@ -60,8 +61,7 @@ struct BatchNormGrads {
 BatchNormGrads batch_norm_backward(const BatchNormSaved& s, const Tensor& g_out, bool need_input, bool need_weight,
                                    bool need_bias) {
   const Tensor& rstd = s.rstd;
-  const int64_t channels = rstd.numel();
-  const Tensor g = g_out.reshape({-1, channels, s.training ? s.centered.size(2) : s.input.size(2)});
+  const Tensor g = g_out.reshape(s.shape3);
   BatchNormGrads grads;
   Tensor sum_g;
   if (need_bias || (need_input && s.training)) sum_g = channel_sum(g);
@@ -117,12 +117,13 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 
   BatchNormSaved saved;
   saved.count = static_cast<double>(count);
+  saved.shape3 = {batch, channels, spatial};
   saved.training = training;
   saved.weight = weight;
   Tensor out;
   {
     NoGradGuard no_grad;  // the derivative is recorded below (Note [batch_norm's derivative])
-    const Tensor x = input.reshape({batch, channels, spatial});
+    const Tensor x = input.reshape(saved.shape3);
     Tensor mean_c, var_c;  // [C]
     if (training) {
       mean_c = channel_sum(x) / saved.count;
