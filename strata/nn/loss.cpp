@@ -154,8 +154,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reducti
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   constexpr const char* op = "mse_loss";
   check_reduction(op, reduction);
-  STRATA_CHECK(input.defined() && target.defined(), InvalidArgumentError, "{}: input and target must be defined",
-               op);
+  STRATA_CHECK(input.defined() && target.defined(), InvalidArgumentError, "{}: input and target must be defined", op);
   const TensorView iv = input.view(), tv = target.view();
   ops::check_same_device(op, {&iv, &tv});
   STRATA_CHECK(is_floating(input.dtype()) && is_floating(target.dtype()), DTypeError,

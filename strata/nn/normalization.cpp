@@ -17,8 +17,8 @@ namespace {
 
 /// Every defined argument must live on the input's device (nothing is copied behind the user's back).
 void check_device(const char* op, const Tensor& input, const char* name, const Tensor& t) {
-  STRATA_CHECK(!t.defined() || t.device() == input.device(), DeviceMismatchError,
-               "{}: input is on {} but {} is on {}", op, input.device(), name, t.device());
+  STRATA_CHECK(!t.defined() || t.device() == input.device(), DeviceMismatchError, "{}: input is on {} but {} is on {}",
+               op, input.device(), name, t.device());
 }
 
 /// A per-channel parameter or statistic must be a vector of C values.
@@ -46,8 +46,8 @@ Tensor channel_sum(const Tensor& x) { return x.size(2) == 1 ? sum(x.squeeze(2), 
 //   d x = w * rstd * g                                              (inference: the running statistics are constants)
 // where sums run over N and the spatial dims and M is their count.
 struct BatchNormSaved {
-  Tensor centered;  // training: x - mean as [N, C, S]
-  Tensor input;     // inference: x as [N, C, S]
+  Tensor centered;            // training: x - mean as [N, C, S]
+  Tensor input;               // inference: x as [N, C, S]
   Tensor mean, rstd, weight;  // [C]; weight may be undefined
   Shape shape3;               // [N, C, S]
   double count = 0;
@@ -161,14 +161,15 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     const bool need_weight = weight.defined() && weight.requires_grad();
     const bool has_weight = weight.defined(), has_bias = bias.defined();
     const bool need_bias = has_bias && bias.requires_grad();
-    detail::record_list(op, inputs, out, [saved, shape = input.shape(), dtype = input.dtype(), bias_ref = bias,
-                                          need_input, need_weight, need_bias, has_weight, has_bias](const Tensor& g) {
+    auto backward = [saved, shape = input.shape(), dtype = input.dtype(), bias_ref = bias, need_input, need_weight,
+                     need_bias, has_weight, has_bias](const Tensor& g) {
       const BatchNormGrads grads = batch_norm_backward(saved, g, need_input, need_weight, need_bias);
       std::vector<Tensor> result{need_input ? grads.input.reshape(shape).to(dtype) : Tensor()};
       if (has_weight) result.push_back(need_weight ? detail::grad_like(grads.weight, saved.weight) : Tensor());
       if (has_bias) result.push_back(need_bias ? detail::grad_like(grads.bias, bias_ref) : Tensor());
       return result;
-    });
+    };
+    detail::record_list(op, inputs, out, std::move(backward));
   }
   return out;
 }
@@ -192,8 +193,7 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
     if (!t->defined()) continue;
     STRATA_CHECK(t->shape() == normalized_shape, ShapeError, "{}: {} must have the normalized shape {}, got {}", op,
                  name, normalized_shape, t->shape());
-    STRATA_CHECK(is_floating(t->dtype()), DTypeError, "{}: {} must be a floating tensor, got {}", op, name,
-                 t->dtype());
+    STRATA_CHECK(is_floating(t->dtype()), DTypeError, "{}: {} must be a floating tensor, got {}", op, name, t->dtype());
   }
 
   std::vector<int64_t> dims;

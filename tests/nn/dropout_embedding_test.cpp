@@ -142,8 +142,9 @@ TEST_P(DropoutEmbedding, EmbeddingGradients) {
 }
 
 TEST_P(DropoutEmbedding, EmbeddingOutOfRangeIndexIsADeviceAssert) {
-  const std::string message =
-      assert_message([&] { F::embedding(tensor<int64_t>({0, 3, 5, 1}, {}, device()), table(device())); });
+  const std::string message = assert_message([&] {
+    F::embedding(tensor<int64_t>({0, 3, 5, 1}, {}, device()), table(device()));
+  });
   ASSERT_FALSE(message.empty()) << "no DeviceAssertError";
   EXPECT_NE(message.find("embedding"), std::string::npos) << message;
   EXPECT_NE(message.find("value 5"), std::string::npos) << message;

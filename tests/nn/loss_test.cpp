@@ -153,8 +153,7 @@ TEST_P(Losses, CrossEntropyGradients) {
 }
 
 TEST_P(Losses, CrossEntropyOutOfRangeTargetIsADeviceAssert) {
-  const std::string message =
-      assert_message([&] { F::cross_entropy(rows_tensor(device()), labels({2, 3, 0})); });
+  const std::string message = assert_message([&] { F::cross_entropy(rows_tensor(device()), labels({2, 3, 0})); });
   ASSERT_FALSE(message.empty()) << "no DeviceAssertError";
   EXPECT_NE(message.find("cross_entropy"), std::string::npos) << message;
   EXPECT_NE(message.find("value 3"), std::string::npos) << message;

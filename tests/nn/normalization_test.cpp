@@ -75,8 +75,8 @@ TEST_P(Normalization, BatchNormAppliesWeightAndBias) {
   const Tensor w = tensor<float>({2, 0.5}, {}, device()), b = tensor<float>({1, -1}, {}, device());
   const Tensor y = F::batch_norm(two_channels(device()), {}, {}, w, b, /*training=*/true);
   const double s0 = std::sqrt(1.25 + kEps), s1 = std::sqrt(5.0 + kEps);
-  expect_near(y.to_vector<float>(), {1 - 3 / s0, -1 - 1.5 / s1, 1 - 1 / s0, -1 - 0.5 / s1, 1 + 1 / s0,
-                                     -1 + 0.5 / s1, 1 + 3 / s0, -1 + 1.5 / s1});
+  expect_near(y.to_vector<float>(), {1 - 3 / s0, -1 - 1.5 / s1, 1 - 1 / s0, -1 - 0.5 / s1, 1 + 1 / s0, -1 + 0.5 / s1,
+                                     1 + 3 / s0, -1 + 1.5 / s1});
 }
 
 TEST_P(Normalization, BatchNormUpdatesRunningStatsWithUnbiasedVariance) {
@@ -112,19 +112,17 @@ TEST_P(Normalization, BatchNorm4DReducesOverBatchAndSpace) {
 
 TEST_P(Normalization, BatchNormGradients) {
   const Tensor w = leaf({3}), b = leaf({3});
-  expect_gradcheck([](const Inputs& x) { return F::batch_norm(x[0], {}, {}, x[1], x[2], true); },
-                   {leaf({4, 3}), w, b});
+  expect_gradcheck([](const Inputs& x) { return F::batch_norm(x[0], {}, {}, x[1], x[2], true); }, {leaf({4, 3}), w, b});
   expect_gradcheck([](const Inputs& x) { return F::batch_norm(x[0], {}, {}, x[1], x[2], true); },
                    {leaf({2, 3, 2, 2}), w, b});
   expect_gradcheck([](const Inputs& x) { return F::batch_norm(x[0], {}, {}, {}, {}, true); }, {leaf({3, 3, 2})});
-  expect_gradcheck([](const Inputs& x) { return F::batch_norm(x[0], {}, {}, {}, x[1], true); },
-                   {leaf({3, 3, 2}), b});
+  expect_gradcheck([](const Inputs& x) { return F::batch_norm(x[0], {}, {}, {}, x[1], true); }, {leaf({3, 3, 2}), b});
   // Only the affine parameters require grad (a frozen input), with running statistics being updated.
   const Tensor frozen = randn({4, 3, 2}, TensorOptions(DType::F64).device(device()));
   const Tensor stats_mean = zeros({3}, TensorOptions(DType::F64).device(device()));
   const Tensor stats_var = ones({3}, TensorOptions(DType::F64).device(device()));
-  expect_gradcheck(
-      [&](const Inputs& x) { return F::batch_norm(frozen, stats_mean, stats_var, x[0], x[1], true); }, {w, b});
+  expect_gradcheck([&](const Inputs& x) { return F::batch_norm(frozen, stats_mean, stats_var, x[0], x[1], true); },
+                   {w, b});
   const TensorOptions f64 = TensorOptions(DType::F64).device(device());
   const Tensor rm = randn({3}, f64), rv = rand({3}, f64) + 0.5;
   expect_gradcheck([rm, rv](const Inputs& x) { return F::batch_norm(x[0], rm, rv, x[1], x[2], false); },
@@ -166,8 +164,11 @@ TEST_P(Normalization, LayerNormNormalisesTrailingDims) {
 TEST_P(Normalization, LayerNormGradients) {
   expect_gradcheck([](const Inputs& x) { return F::layer_norm(x[0], {4}, x[1], x[2]); },
                    {leaf({3, 4}), leaf({4}), leaf({4})});
-  expect_gradcheck([](const Inputs& x) { return F::layer_norm(x[0], {3, 2}, x[1], x[2]); },
-                   {leaf({2, 3, 2}), leaf({3, 2}), leaf({3, 2})});
+  expect_gradcheck(
+      [](const Inputs& x) {
+        return F::layer_norm(x[0], {3, 2}, x[1], x[2]);
+      },
+      {leaf({2, 3, 2}), leaf({3, 2}), leaf({3, 2})});
   expect_gradcheck([](const Inputs& x) { return F::layer_norm(x[0], {3}); }, {leaf({2, 2, 3})});
 }
 
