@@ -190,7 +190,8 @@ void check_blas_sizes(const char* op, const ConvShape& s) {
 // im2col + GEMM implementation. Letting it choose (format `any`) gives its direct AVX-512 kernels on blocked
 // layouts (nChw16c, OIhw16i16o), and reordering in and out each call is still faster: forward of input
 // [64, 32, 14, 14] x weight [64, 32, 3, 3], padding 1, on one core of the build machine: 112 GFLOP/s nchw, 190 with
-// format any and the reorders included (2 threads gave the same ratio, but the shared machine made them noisy). So
+// format any and the reorders included. Two-thread timings on the shared, loaded build machine varied up to 5x
+// between runs and settled nothing; re-measure on an idle machine before trusting either way there. So
 // each pass takes the layouts oneDNN prefers, reorders the arguments whose layout differs from ours, and writes the
 // results back in ours. Creating primitives costs far more than running a small one, so a pass's primitive and its
 // reorders are cached by everything that defines them (a model has few distinct convolution shapes).
