@@ -1,0 +1,435 @@
+// 2-D convolution on the CPU (Note [The DNN kernel contract] in ops/dnn_kernels.h): oneDNN's convolution
+// primitives for f32, im2col + OpenBLAS for f64 and for every dtype in builds without oneDNN.
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#if STRATA_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+#include "strata/core/error.h"
+#include "strata/ops/dnn_kernels.h"
+#include "strata/runtime/parallel.h"
+
+namespace strata::cpu {
+
+namespace {
+
+/// The sizes of one convolution, read from the contract's views.
+struct ConvShape {
+  int64_t n, c, h, w, o, kh, kw, oh, ow;
+  ops::Conv2dParams p;
+  int64_t cg() const { return c / p.groups; }  // input channels per group
+  int64_t og() const { return o / p.groups; }  // output channels per group
+  int64_t k() const { return cg() * kh * kw; }  // rows of a group's im2col matrix
+  int64_t spatial() const { return oh * ow; }
+};
+
+ConvShape conv_shape(const TensorView& input, const TensorView& weight, const TensorView& out,
+                     const ops::Conv2dParams& p) {
+  return {input.shape[0], input.shape[1], input.shape[2], input.shape[3], weight.shape[0], weight.shape[2],
+          weight.shape[3], out.shape[2],  out.shape[3],   p};
+}
+
+// --- im2col + GEMM: any dtype BLAS has, any parameters ---
+
+template <typename T>
+void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+               int64_t ldb, T beta, T* c, int64_t ldc) {
+  const auto i = [](int64_t x) { return static_cast<int>(x); };
+  const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, opa, opb, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, opa, opb, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
+  }
+}
+
+// Calls fn(row, input_row, valid) for every (channel, ki, kj, oy) of one group's patch matrix [k, oh * ow]:
+// `input_row` is the input row that kernel row ki of output row oy reads, or nullptr when it lies in the padding.
+template <typename T, typename Fn>
+void for_each_patch_row(const ConvShape& s, T* x, Fn fn) {
+  const ops::Conv2dParams& p = s.p;
+  for (int64_t ch = 0; ch < s.cg(); ++ch)
+    for (int64_t ki = 0; ki < s.kh; ++ki)
+      for (int64_t kj = 0; kj < s.kw; ++kj) {
+        const int64_t row = (ch * s.kh + ki) * s.kw + kj;
+        for (int64_t oy = 0; oy < s.oh; ++oy) {
+          const int64_t iy = oy * p.stride_h - p.pad_h + ki * p.dilation_h;
+          fn(row * s.spatial() + oy * s.ow, iy >= 0 && iy < s.h ? x + (ch * s.h + iy) * s.w : nullptr,
+             kj * p.dilation_w - p.pad_w);
+        }
+      }
+}
+
+// col[k, oh * ow] = the input patches of one group of one sample (x: [cg, h, w]).
+template <typename T>
+void im2col(const ConvShape& s, const T* x, T* col) {
+  for_each_patch_row(s, const_cast<T*>(x), [&](int64_t at, const T* row, int64_t x0) {
+    for (int64_t ox = 0; ox < s.ow; ++ox) {
+      const int64_t ix = x0 + ox * s.p.stride_w;
+      col[at + ox] = row != nullptr && ix >= 0 && ix < s.w ? row[ix] : T(0);
+    }
+  });
+}
+
+// x[cg, h, w] += the patches of col, the adjoint of im2col.
+template <typename T>
+void col2im(const ConvShape& s, const T* col, T* x) {
+  for_each_patch_row(s, x, [&](int64_t at, T* row, int64_t x0) {
+    if (row == nullptr) return;
+    for (int64_t ox = 0; ox < s.ow; ++ox) {
+      const int64_t ix = x0 + ox * s.p.stride_w;
+      if (ix >= 0 && ix < s.w) row[ix] += col[at + ox];
+    }
+  });
+}
+
+// A 1x1 kernel with stride 1 and no padding reads the input as its own patch matrix.
+bool patches_are_input(const ConvShape& s) {
+  return s.kh == 1 && s.kw == 1 && s.p.stride_h == 1 && s.p.stride_w == 1 && s.p.pad_h == 0 && s.p.pad_w == 0;
+}
+
+template <typename T>
+void gemm_forward(const ConvShape& s, T* out, const T* in, const T* weight, const T* bias) {
+  parallel_for(s.n, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> col(patches_are_input(s) ? 0 : static_cast<std::size_t>(s.k() * s.spatial()));
+    for (int64_t i = begin; i < end; ++i) {
+      for (int64_t g = 0; g < s.p.groups; ++g) {
+        const T* x = in + (i * s.c + g * s.cg()) * s.h * s.w;
+        if (!col.empty()) im2col(s, x, col.data());
+        T* y = out + (i * s.o + g * s.og()) * s.spatial();
+        blas_gemm<T>(false, false, s.og(), s.spatial(), s.k(), T(1), weight + g * s.og() * s.k(), s.k(),
+                     col.empty() ? x : col.data(), s.spatial(), T(0), y, s.spatial());
+      }
+      T* y = out + i * s.o * s.spatial();
+      for (int64_t oc = 0; oc < s.o; ++oc) {
+        T* plane = y + oc * s.spatial();
+        const T b = bias != nullptr ? bias[oc] : T(0);
+        for (int64_t j = 0; j < s.spatial(); ++j) {
+          const T v = plane[j] + b;
+          plane[j] = s.p.relu && !(v > T(0)) ? T(0) : v;
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void gemm_backward_data(const ConvShape& s, T* grad_in, const T* grad_out, const T* weight) {
+  parallel_for(s.n, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> col(static_cast<std::size_t>(s.k() * s.spatial()));
+    for (int64_t i = begin; i < end; ++i) {
+      T* dx = grad_in + i * s.c * s.h * s.w;
+      for (int64_t g = 0; g < s.p.groups; ++g) {
+        const T* dy = grad_out + (i * s.o + g * s.og()) * s.spatial();
+        T* dxg = dx + g * s.cg() * s.h * s.w;
+        // col = W_g^T dy_g: [k, og] x [og, oh * ow]
+        if (patches_are_input(s)) {
+          blas_gemm<T>(true, false, s.k(), s.spatial(), s.og(), T(1), weight + g * s.og() * s.k(), s.k(), dy,
+                       s.spatial(), T(0), dxg, s.spatial());
+          continue;
+        }
+        blas_gemm<T>(true, false, s.k(), s.spatial(), s.og(), T(1), weight + g * s.og() * s.k(), s.k(), dy,
+                     s.spatial(), T(0), col.data(), s.spatial());
+        std::fill(dxg, dxg + s.cg() * s.h * s.w, T(0));
+        col2im(s, col.data(), dxg);
+      }
+    }
+  });
+}
+
+template <typename T>
+void gemm_backward_weight(const ConvShape& s, T* grad_weight, T* grad_bias, const T* in, const T* grad_out) {
+  // Groups are independent; within a group the batch is a sum, accumulated by GEMMs with beta = 1.
+  parallel_for(s.p.groups, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> col(patches_are_input(s) ? 0 : static_cast<std::size_t>(s.k() * s.spatial()));
+    for (int64_t g = begin; g < end; ++g) {
+      for (int64_t i = 0; i < s.n; ++i) {
+        const T* x = in + (i * s.c + g * s.cg()) * s.h * s.w;
+        if (!col.empty()) im2col(s, x, col.data());
+        const T* dy = grad_out + (i * s.o + g * s.og()) * s.spatial();
+        // dW_g += dy_g col^T: [og, oh * ow] x [oh * ow, k]
+        blas_gemm<T>(false, true, s.og(), s.k(), s.spatial(), T(1), dy, s.spatial(), col.empty() ? x : col.data(),
+                     s.spatial(), i == 0 ? T(0) : T(1), grad_weight + g * s.og() * s.k(), s.k());
+      }
+    }
+  });
+  if (grad_bias == nullptr) return;
+  for (int64_t oc = 0; oc < s.o; ++oc) {
+    T sum = 0;
+    for (int64_t i = 0; i < s.n; ++i) {
+      const T* plane = grad_out + (i * s.o + oc) * s.spatial();
+      for (int64_t j = 0; j < s.spatial(); ++j) sum += plane[j];
+    }
+    grad_bias[oc] = sum;
+  }
+}
+
+void check_blas_sizes(const char* op, const ConvShape& s) {
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  STRATA_CHECK(std::max({s.k(), s.spatial(), s.og()}) <= kMaxInt && s.k() * s.spatial() <= kMaxInt,
+               NotImplementedError, "{}: a convolution whose patch matrix is {} x {} is too large for the CPU path",
+               op, s.k(), s.spatial());
+}
+
+#if STRATA_HAVE_DNNL
+
+// Note [oneDNN convolution primitives]
+// f32 convolutions run on oneDNN. Our tensors are nchw / oihw; with those layouts forced, oneDNN picks its
+// im2col + GEMM implementation. Letting it choose (format `any`) gives its direct AVX-512 kernels on blocked
+// layouts (nChw16c, OIhw16i16o), and reordering in and out each call is still faster: forward of input
+// [64, 32, 14, 14] x weight [64, 32, 3, 3], padding 1, on one core of the build machine: 112 GFLOP/s nchw, 190 with
+// format any and the reorders included. Two-thread timings on the shared, loaded build machine varied up to 5x
+// between runs and settled nothing; re-measure on an idle machine before trusting either way there. So
+// each pass takes the layouts oneDNN prefers, reorders the arguments whose layout differs from ours, and writes the
+// results back in ours. Creating primitives costs far more than running a small one, so a pass's primitive and its
+// reorders are cached by everything that defines them (a model has few distinct convolution shapes).
+constexpr std::size_t kPrimitiveCacheSize = 256;
+
+enum class Pass : int64_t { Forward, BackwardData, BackwardWeight };
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+/// The memory descriptors of one convolution, in our layouts (`plain`) or left to oneDNN (`any`).
+struct OneDnnConv {
+  dnnl::memory::desc src, weights, bias, dst;
+  dnnl::memory::dims strides, dilates, pad_l, pad_r;
+
+  OneDnnConv(const ConvShape& s, bool with_bias, bool plain)
+      : src({s.n, s.c, s.h, s.w}, dt::f32, plain ? tag::nchw : tag::any),
+        weights(s.p.groups == 1
+                    ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, dt::f32, plain ? tag::oihw : tag::any)
+                    : dnnl::memory::desc({s.p.groups, s.og(), s.cg(), s.kh, s.kw}, dt::f32, plain ? tag::goihw : tag::any)),
+        bias(with_bias ? dnnl::memory::desc({s.o}, dt::f32, tag::x) : dnnl::memory::desc()),
+        dst({s.n, s.o, s.oh, s.ow}, dt::f32, plain ? tag::nchw : tag::any),
+        strides{s.p.stride_h, s.p.stride_w},
+        dilates{s.p.dilation_h - 1, s.p.dilation_w - 1},  // oneDNN counts the gaps: 0 is a dense kernel
+        pad_l{s.p.pad_h, s.p.pad_w},
+        pad_r{s.p.pad_h, s.p.pad_w} {}
+
+  /// Our layout of an argument of any pass.
+  const dnnl::memory::desc& of(int arg) const {
+    switch (arg) {
+      case DNNL_ARG_SRC:
+      case DNNL_ARG_DIFF_SRC: return src;
+      case DNNL_ARG_WEIGHTS:
+      case DNNL_ARG_DIFF_WEIGHTS: return weights;
+      case DNNL_ARG_BIAS:
+      case DNNL_ARG_DIFF_BIAS: return bias;
+      default: return dst;
+    }
+  }
+
+  dnnl::convolution_forward::primitive_desc forward(bool relu) const {
+    dnnl::primitive_attr attr;
+    if (relu) {
+      dnnl::post_ops post;
+      post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      attr.set_post_ops(post);
+    }
+    return {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, weights, bias, dst, strides,
+             dilates, pad_l, pad_r},
+            attr,
+            cpu_engine()};
+  }
+  dnnl::convolution_backward_data::primitive_desc backward_data() const {
+    return {{dnnl::algorithm::convolution_direct, src, weights, dst, strides, dilates, pad_l, pad_r},
+            cpu_engine(),
+            forward(false)};
+  }
+  dnnl::convolution_backward_weights::primitive_desc backward_weight() const {
+    return {{dnnl::algorithm::convolution_direct, src, weights, bias, dst, strides, dilates, pad_l, pad_r},
+            cpu_engine(),
+            forward(false)};
+  }
+};
+
+/// An argument that the primitive wants in another layout than ours, and the reorder between the two.
+struct Relayout {
+  int arg;
+  bool output;
+  dnnl::memory::desc inner;
+  dnnl::reorder reorder;
+};
+
+struct CachedPass {
+  dnnl::primitive primitive;
+  std::vector<Relayout> relayouts;
+};
+
+bool is_output(int arg) {
+  return arg == DNNL_ARG_DST || arg == DNNL_ARG_DIFF_SRC || arg == DNNL_ARG_DIFF_WEIGHTS || arg == DNNL_ARG_DIFF_BIAS;
+}
+
+template <typename Primitive>
+CachedPass make_pass(const typename Primitive::primitive_desc& pd, const OneDnnConv& plain,
+                     std::initializer_list<int> args) {
+  CachedPass pass{Primitive(pd), {}};
+  for (const int arg : args) {
+    const dnnl::memory::desc inner = pd.query_md(dnnl::query::exec_arg_md, arg);
+    const dnnl::memory::desc& ours = plain.of(arg);
+    if (inner == ours) continue;
+    const bool output = is_output(arg);
+    pass.relayouts.push_back(
+        {arg, output, inner,
+         dnnl::reorder(output ? dnnl::reorder::primitive_desc(cpu_engine(), inner, cpu_engine(), ours)
+                              : dnnl::reorder::primitive_desc(cpu_engine(), ours, cpu_engine(), inner))});
+  }
+  return pass;
+}
+
+CachedPass cached_pass(const ConvShape& s, Pass pass, bool with_bias) {
+  using Key = std::array<int64_t, 17>;
+  const ops::Conv2dParams& p = s.p;
+  const Key key{static_cast<int64_t>(pass), s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, p.stride_h, p.stride_w, p.pad_h,
+                p.pad_w, p.dilation_h, p.dilation_w, p.groups, with_bias, pass == Pass::Forward && p.relu};
+  static std::mutex mutex;
+  static std::map<Key, CachedPass> cache;
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const OneDnnConv any(s, with_bias, false), plain(s, with_bias, true);
+  CachedPass made =
+      pass == Pass::Forward
+          ? make_pass<dnnl::convolution_forward>(any.forward(p.relu), plain, {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST})
+      : pass == Pass::BackwardData
+          ? make_pass<dnnl::convolution_backward_data>(any.backward_data(), plain, {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC})
+          : make_pass<dnnl::convolution_backward_weights>(any.backward_weight(), plain, {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS});
+  std::lock_guard lock(mutex);
+  if (cache.size() >= kPrimitiveCacheSize) cache.clear();
+  cache.emplace(key, made);
+  return made;
+}
+
+using Args = std::vector<std::pair<int, const TensorView*>>;
+
+// Runs one pass; `args` maps oneDNN argument ids to our views (Note [oneDNN convolution primitives]).
+void run_onednn(const char* op, const ConvShape& s, Pass pass, bool with_bias, const Args& args) {
+  try {
+    const CachedPass cached = cached_pass(s, pass, with_bias);
+    const OneDnnConv plain(s, with_bias, true);
+    thread_local dnnl::stream stream(cpu_engine());
+    std::unordered_map<int, dnnl::memory> memories, ours;
+    for (const auto& [id, view] : args) {
+      ours.emplace(id, dnnl::memory(plain.of(id), cpu_engine(), view->ptr<float>()));
+    }
+    memories = ours;
+    for (const Relayout& r : cached.relayouts) {
+      dnnl::memory inner(r.inner, cpu_engine());
+      if (!r.output) r.reorder.execute(stream, ours.at(r.arg), inner);
+      memories[r.arg] = inner;
+    }
+    cached.primitive.execute(stream, memories);
+    for (const Relayout& r : cached.relayouts) {
+      if (r.output) r.reorder.execute(stream, memories.at(r.arg), ours.at(r.arg));
+    }
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    STRATA_THROW(BackendError, "{}: oneDNN convolution failed: {} (status {})", op, e.what(),
+                 static_cast<int>(e.status));
+  }
+}
+
+#endif
+
+[[noreturn]] void unsupported(const char* op, DType dtype) {
+  STRATA_THROW(DTypeError, "{}: {} convolutions are not supported on the CPU; convert with .to(DType::F32)", op,
+               dtype);
+}
+
+void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& input, const TensorView& weight,
+                   const TensorView& bias, const ops::Conv2dParams& p) {
+  const ConvShape s = conv_shape(input, weight, out, p);
+  const bool with_bias = bias.data != nullptr;
+  switch (input.dtype) {
+#if STRATA_HAVE_DNNL
+    case DType::F32: {
+      Args args{{DNNL_ARG_SRC, &input}, {DNNL_ARG_WEIGHTS, &weight}, {DNNL_ARG_DST, &out}};
+      if (with_bias) args.emplace_back(DNNL_ARG_BIAS, &bias);
+      return run_onednn(call.op, s, Pass::Forward, with_bias, args);
+    }
+#else
+    case DType::F32:
+      check_blas_sizes(call.op, s);
+      return gemm_forward<float>(s, out.ptr<float>(), input.ptr<float>(), weight.ptr<float>(),
+                                 with_bias ? bias.ptr<float>() : nullptr);
+#endif
+    case DType::F64:
+      check_blas_sizes(call.op, s);
+      return gemm_forward<double>(s, out.ptr<double>(), input.ptr<double>(), weight.ptr<double>(),
+                                  with_bias ? bias.ptr<double>() : nullptr);
+    default: unsupported(call.op, input.dtype);
+  }
+}
+
+void conv2d_backward_data_kernel(const ops::OpCall& call, const TensorView& grad_input, const TensorView& grad_output,
+                                 const TensorView& weight, const ops::Conv2dParams& p) {
+  const ConvShape s = conv_shape(grad_input, weight, grad_output, p);
+  switch (grad_input.dtype) {
+#if STRATA_HAVE_DNNL
+    case DType::F32:
+      return run_onednn(call.op, s, Pass::BackwardData, false,
+                        {{DNNL_ARG_DIFF_DST, &grad_output}, {DNNL_ARG_WEIGHTS, &weight}, {DNNL_ARG_DIFF_SRC, &grad_input}});
+#else
+    case DType::F32:
+      check_blas_sizes(call.op, s);
+      return gemm_backward_data<float>(s, grad_input.ptr<float>(), grad_output.ptr<float>(), weight.ptr<float>());
+#endif
+    case DType::F64:
+      check_blas_sizes(call.op, s);
+      return gemm_backward_data<double>(s, grad_input.ptr<double>(), grad_output.ptr<double>(), weight.ptr<double>());
+    default: unsupported(call.op, grad_input.dtype);
+  }
+}
+
+void conv2d_backward_weight_kernel(const ops::OpCall& call, const TensorView& grad_weight, const TensorView& grad_bias,
+                                   const TensorView& input, const TensorView& grad_output,
+                                   const ops::Conv2dParams& p) {
+  const ConvShape s = conv_shape(input, grad_weight, grad_output, p);
+  const bool with_bias = grad_bias.data != nullptr;
+  switch (input.dtype) {
+#if STRATA_HAVE_DNNL
+    case DType::F32: {
+      Args args{{DNNL_ARG_SRC, &input}, {DNNL_ARG_DIFF_DST, &grad_output}, {DNNL_ARG_DIFF_WEIGHTS, &grad_weight}};
+      if (with_bias) args.emplace_back(DNNL_ARG_DIFF_BIAS, &grad_bias);
+      return run_onednn(call.op, s, Pass::BackwardWeight, with_bias, args);
+    }
+#else
+    case DType::F32:
+      check_blas_sizes(call.op, s);
+      return gemm_backward_weight<float>(s, grad_weight.ptr<float>(), with_bias ? grad_bias.ptr<float>() : nullptr,
+                                         input.ptr<float>(), grad_output.ptr<float>());
+#endif
+    case DType::F64:
+      check_blas_sizes(call.op, s);
+      return gemm_backward_weight<double>(s, grad_weight.ptr<double>(), with_bias ? grad_bias.ptr<double>() : nullptr,
+                                          input.ptr<double>(), grad_output.ptr<double>());
+    default: unsupported(call.op, input.dtype);
+  }
+}
+
+}  // namespace
+
+STRATA_REGISTER_KERNEL("conv2d", CPU, Conv2dFn, conv2d_kernel);
+STRATA_REGISTER_KERNEL("conv2d_backward_data", CPU, Conv2dBackwardDataFn, conv2d_backward_data_kernel);
+STRATA_REGISTER_KERNEL("conv2d_backward_weight", CPU, Conv2dBackwardWeightFn, conv2d_backward_weight_kernel);
+
+}  // namespace strata::cpu

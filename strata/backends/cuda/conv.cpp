@@ -1,0 +1,319 @@
+// 2-D convolution on the GPU (Note [The DNN kernel contract] in ops/dnn_kernels.h) through cuDNN's legacy
+// convolution API: algorithms from cuDNN's heuristics (cached per shape), workspace from our caching allocator on
+// the op's stream, bias and ReLU fused by cudnnConvolutionBiasActivationForward where cuDNN supports it.
+
+#include <cudnn.h>
+
+#include <array>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "strata/backends/cuda/cuda_check.h"
+#include "strata/core/error.h"
+#include "strata/ops/dnn_kernels.h"
+#include "strata/runtime/allocator.h"
+
+namespace strata::cuda {
+
+namespace {
+
+[[noreturn]] void throw_cudnn(cudnnStatus_t status, const char* call, const char* op) {
+  STRATA_THROW(BackendError, "{}: {} failed: {} ({})", op, call, cudnnGetErrorString(status), static_cast<int>(status));
+}
+
+#define STRATA_CUDNN_CHECK(expr, op)                                   \
+  do {                                                                 \
+    const cudnnStatus_t strata_cudnn_status_ = (expr);                 \
+    if (strata_cudnn_status_ != CUDNN_STATUS_SUCCESS) [[unlikely]] {   \
+      ::strata::cuda::throw_cudnn(strata_cudnn_status_, #expr, (op)); \
+    }                                                                  \
+  } while (false)
+
+// One cuDNN handle per host thread and device, pointed at the op's stream before each call (as Note [cuBLAS
+// handles] in matmul.cpp explains for cuBLAS).
+class Handles {
+ public:
+  ~Handles() {
+    for (cudnnHandle_t h : handles_) {
+      if (h != nullptr) (void)cudnnDestroy(h);
+    }
+  }
+  cudnnHandle_t get(int device, const char* op) {
+    if (static_cast<std::size_t>(device) >= handles_.size()) handles_.resize(static_cast<std::size_t>(device) + 1);
+    cudnnHandle_t& h = handles_[static_cast<std::size_t>(device)];
+    if (h == nullptr) STRATA_CUDNN_CHECK(cudnnCreate(&h), op);
+    return h;
+  }
+
+ private:
+  std::vector<cudnnHandle_t> handles_;
+};
+
+// Descriptors own their cuDNN object; created per call (cheap host-side structs).
+template <typename T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
+class Descriptor {
+ public:
+  explicit Descriptor(const char* op) { STRATA_CUDNN_CHECK(Create(&desc_), op); }
+  ~Descriptor() { (void)Destroy(desc_); }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  T get() const { return desc_; }
+
+ private:
+  T desc_ = nullptr;
+};
+using TensorDesc = Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDesc = Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvDesc =
+    Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
+using ActivationDesc =
+    Descriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor, cudnnDestroyActivationDescriptor>;
+
+cudaStream_t to_cuda_stream(NativeStream stream) {
+  return stream == nullptr ? cudaStreamLegacy : static_cast<cudaStream_t>(stream);
+}
+
+int as_int(int64_t value, const char* op) {
+  STRATA_CHECK(value <= std::numeric_limits<int>::max(), NotImplementedError,
+               "{}: a convolution size of {} exceeds what cuDNN takes ({})", op, value,
+               std::numeric_limits<int>::max());
+  return static_cast<int>(value);
+}
+
+cudnnDataType_t data_type(DType dtype, const char* op) {
+  switch (dtype) {
+    case DType::F32: return CUDNN_DATA_FLOAT;
+    case DType::F64: return CUDNN_DATA_DOUBLE;
+    case DType::F16: return CUDNN_DATA_HALF;
+    case DType::BF16: return CUDNN_DATA_BFLOAT16;
+    default: STRATA_THROW(DTypeError, "{}: cuDNN convolutions do not support {} tensors", op, dtype);
+  }
+}
+
+/// alpha / beta as cuDNN reads them: double for f64 data, float otherwise.
+struct Scaling {
+  float f[2] = {1.0f, 0.0f};
+  double d[2] = {1.0, 0.0};
+  bool f64 = false;
+  const void* one() const { return f64 ? static_cast<const void*>(&d[0]) : &f[0]; }
+  const void* zero() const { return f64 ? static_cast<const void*>(&d[1]) : &f[1]; }
+};
+
+enum class Pass : int64_t { Forward, BackwardData, BackwardFilter };
+
+/// Everything one cuDNN convolution call needs: handle, descriptors and data pointers' dtype.
+struct Conv {
+  const char* op;
+  int device;
+  cudnnHandle_t handle;
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+  Scaling scale;
+  std::array<int64_t, 18> key{};
+
+  Conv(const ops::OpCall& call, const TensorView& input, const TensorView& weight, const TensorView& out,
+       const ops::Conv2dParams& p)
+      : op(call.op),
+        device(call.device.index() < 0 ? 0 : call.device.index()),
+        handle(nullptr),
+        x(call.op),
+        y(call.op),
+        w(call.op),
+        conv(call.op) {
+    thread_local Handles handles;
+    handle = handles.get(device, op);
+    STRATA_CUDNN_CHECK(cudnnSetStream(handle, to_cuda_stream(call.stream)), op);
+    const cudnnDataType_t type = data_type(input.dtype, op);
+    scale.f64 = input.dtype == DType::F64;
+    const auto i = [this](int64_t v) { return as_int(v, op); };
+    STRATA_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x.get(), CUDNN_TENSOR_NCHW, type, i(input.shape[0]),
+                                                  i(input.shape[1]), i(input.shape[2]), i(input.shape[3])),
+                       op);
+    STRATA_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y.get(), CUDNN_TENSOR_NCHW, type, i(out.shape[0]), i(out.shape[1]),
+                                                  i(out.shape[2]), i(out.shape[3])),
+                       op);
+    STRATA_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w.get(), type, CUDNN_TENSOR_NCHW, i(weight.shape[0]),
+                                                  i(weight.shape[1]), i(weight.shape[2]), i(weight.shape[3])),
+                       op);
+    const cudnnDataType_t compute = scale.f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    STRATA_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv.get(), i(p.pad_h), i(p.pad_w), i(p.stride_h),
+                                                       i(p.stride_w), i(p.dilation_h), i(p.dilation_w),
+                                                       CUDNN_CROSS_CORRELATION, compute),
+                       op);
+    STRATA_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv.get(), i(p.groups)), op);
+    STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), math_type(input.dtype, p.allow_tf32)), op);
+    key = {device,          static_cast<int64_t>(input.dtype), input.shape[0], input.shape[1], input.shape[2],
+           input.shape[3],  weight.shape[0], weight.shape[2], weight.shape[3], p.stride_h,     p.stride_w,
+           p.pad_h,         p.pad_w,         p.dilation_h,    p.dilation_w,    p.groups,       p.allow_tf32,
+           0};
+  }
+
+  // f32 uses TF32 tensor cores only when the user allowed them (set_allow_tf32); f16/bf16 always may.
+  static cudnnMathType_t math_type(DType dtype, bool allow_tf32) {
+    if (dtype == DType::F16 || dtype == DType::BF16) return CUDNN_TENSOR_OP_MATH;
+    if (dtype == DType::F32 && allow_tf32) return CUDNN_DEFAULT_MATH;
+    return CUDNN_FMA_MATH;
+  }
+};
+
+struct Algorithm {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  std::size_t workspace = 0;
+};
+
+// Note [cuDNN algorithm choice]
+// cuDNN's heuristics (the _v7 queries) rank the algorithms for a shape without running them; we take the first
+// that cuDNN says works and, for f32 without TF32, that does not need tensor-op math. The choice is cached per
+// pass, shape and parameters, since the queries cost tens of microseconds. Benchmarking (cudnnFind*) would pick
+// faster algorithms for some shapes at the price of running every candidate once; it is a possible refinement.
+template <typename Perf, typename Query>
+Algorithm choose(Conv& c, Pass pass, cudnnDataType_t type, bool allow_tf32, Query query) {
+  auto key = c.key;
+  key[17] = static_cast<int64_t>(pass);
+  static std::mutex mutex;
+  static std::map<std::array<int64_t, 18>, Algorithm> cache;
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  constexpr int kMaxAlgorithms = 16;
+  std::array<Perf, kMaxAlgorithms> perf{};
+  int count = 0;
+  STRATA_CUDNN_CHECK(query(kMaxAlgorithms, &count, perf.data()), c.op);
+  const bool tensor_ops_ok = type != CUDNN_DATA_FLOAT || allow_tf32;
+  for (int i = 0; i < count; ++i) {
+    const Perf& candidate = perf[static_cast<std::size_t>(i)];
+    if (candidate.status != CUDNN_STATUS_SUCCESS) continue;
+    if (!tensor_ops_ok && candidate.mathType != CUDNN_FMA_MATH && candidate.mathType != CUDNN_DEFAULT_MATH) continue;
+    const Algorithm chosen{static_cast<int>(candidate.algo), candidate.mathType, candidate.memory};
+    std::lock_guard lock(mutex);
+    cache.emplace(key, chosen);
+    return chosen;
+  }
+  STRATA_THROW(BackendError, "{}: cuDNN offers no convolution algorithm for this shape and dtype", c.op);
+}
+
+/// Workspace of `bytes` from our caching allocator, on the op's stream.
+DataPtr workspace(const ops::OpCall& call, std::size_t bytes) {
+  return bytes == 0 ? DataPtr() : allocator(call.device).allocate(bytes, call.stream, call.op);
+}
+
+void* at(const TensorView& v) {
+  return static_cast<char*>(v.data) + v.offset * static_cast<int64_t>(dtype_size(v.dtype));
+}
+
+void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& input, const TensorView& weight,
+                   const TensorView& bias, const ops::Conv2dParams& p) {
+  const int device = call.device.index() < 0 ? 0 : call.device.index();
+  RuntimeDeviceGuard guard(device);
+  Conv c(call, input, weight, out, p);
+  const cudnnDataType_t type = data_type(input.dtype, call.op);
+  const Algorithm algo = choose<cudnnConvolutionFwdAlgoPerf_t>(
+      c, Pass::Forward, type, p.allow_tf32, [&](int n, int* count, cudnnConvolutionFwdAlgoPerf_t* perf) {
+        return cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x.get(), c.w.get(), c.conv.get(), c.y.get(), n,
+                                                      count, perf);
+      });
+  STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), algo.math), call.op);
+  const DataPtr ws = workspace(call, algo.workspace);
+  const auto fwd_algo = static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo);
+
+  TensorDesc bias_desc(call.op);
+  ActivationDesc relu(call.op);
+  if (bias.data != nullptr) {
+    STRATA_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(bias_desc.get(), CUDNN_TENSOR_NCHW, type, 1, as_int(bias.shape[0], call.op), 1, 1),
+        call.op);
+  }
+  if (p.relu) {
+    STRATA_CUDNN_CHECK(cudnnSetActivationDescriptor(relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
+                       call.op);
+    if (bias.data != nullptr) {
+      // One fused call: y = relu(conv(x, w) + 0 * y + bias). Where cuDNN turns this combination down (it supports
+      // fewer dtypes and algorithms fused), the separate steps below run and report any real failure.
+      const cudnnStatus_t fused = cudnnConvolutionBiasActivationForward(
+          c.handle, c.scale.one(), c.x.get(), at(input), c.w.get(), at(weight), c.conv.get(), fwd_algo, ws.get(),
+          algo.workspace, c.scale.zero(), c.y.get(), at(out), bias_desc.get(), at(bias), relu.get(), c.y.get(),
+          at(out));
+      if (fused == CUDNN_STATUS_SUCCESS) return;
+    }
+  }
+  STRATA_CUDNN_CHECK(cudnnConvolutionForward(c.handle, c.scale.one(), c.x.get(), at(input), c.w.get(), at(weight),
+                                             c.conv.get(), fwd_algo, ws.get(), algo.workspace, c.scale.zero(),
+                                             c.y.get(), at(out)),
+                     call.op);
+  if (bias.data != nullptr) {
+    STRATA_CUDNN_CHECK(
+        cudnnAddTensor(c.handle, c.scale.one(), bias_desc.get(), at(bias), c.scale.one(), c.y.get(), at(out)),
+        call.op);
+  }
+  if (p.relu) {
+    STRATA_CUDNN_CHECK(cudnnActivationForward(c.handle, relu.get(), c.scale.one(), c.y.get(), at(out), c.scale.zero(),
+                                              c.y.get(), at(out)),
+                       call.op);
+  }
+}
+
+void conv2d_backward_data_kernel(const ops::OpCall& call, const TensorView& grad_input, const TensorView& grad_output,
+                                 const TensorView& weight, const ops::Conv2dParams& p) {
+  const int device = call.device.index() < 0 ? 0 : call.device.index();
+  RuntimeDeviceGuard guard(device);
+  Conv c(call, grad_input, weight, grad_output, p);
+  const cudnnDataType_t type = data_type(grad_input.dtype, call.op);
+  const Algorithm algo = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
+      c, Pass::BackwardData, type, p.allow_tf32, [&](int n, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+        return cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w.get(), c.y.get(), c.conv.get(), c.x.get(),
+                                                           n, count, perf);
+      });
+  STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), algo.math), call.op);
+  const DataPtr ws = workspace(call, algo.workspace);
+  STRATA_CUDNN_CHECK(cudnnConvolutionBackwardData(c.handle, c.scale.one(), c.w.get(), at(weight), c.y.get(),
+                                                  at(grad_output), c.conv.get(),
+                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), ws.get(),
+                                                  algo.workspace, c.scale.zero(), c.x.get(), at(grad_input)),
+                     call.op);
+}
+
+void conv2d_backward_weight_kernel(const ops::OpCall& call, const TensorView& grad_weight, const TensorView& grad_bias,
+                                   const TensorView& input, const TensorView& grad_output,
+                                   const ops::Conv2dParams& p) {
+  const int device = call.device.index() < 0 ? 0 : call.device.index();
+  RuntimeDeviceGuard guard(device);
+  Conv c(call, input, grad_weight, grad_output, p);
+  const cudnnDataType_t type = data_type(input.dtype, call.op);
+  const Algorithm algo = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      c, Pass::BackwardFilter, type, p.allow_tf32,
+      [&](int n, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+        return cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.handle, c.x.get(), c.y.get(), c.conv.get(), c.w.get(),
+                                                             n, count, perf);
+      });
+  STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), algo.math), call.op);
+  const DataPtr ws = workspace(call, algo.workspace);
+  STRATA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c.handle, c.scale.one(), c.x.get(), at(input), c.y.get(),
+                                                    at(grad_output), c.conv.get(),
+                                                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), ws.get(),
+                                                    algo.workspace, c.scale.zero(), c.w.get(), at(grad_weight)),
+                     call.op);
+  if (grad_bias.data != nullptr) {
+    TensorDesc bias_desc(call.op);
+    STRATA_CUDNN_CHECK(cudnnSetTensor4dDescriptor(bias_desc.get(), CUDNN_TENSOR_NCHW, type, 1,
+                                                  as_int(grad_bias.shape[0], call.op), 1, 1),
+                       call.op);
+    STRATA_CUDNN_CHECK(cudnnConvolutionBackwardBias(c.handle, c.scale.one(), c.y.get(), at(grad_output),
+                                                    c.scale.zero(), bias_desc.get(), at(grad_bias)),
+                       call.op);
+  }
+}
+
+}  // namespace
+
+STRATA_REGISTER_KERNEL("conv2d", CUDA, Conv2dFn, conv2d_kernel);
+STRATA_REGISTER_KERNEL("conv2d_backward_data", CUDA, Conv2dBackwardDataFn, conv2d_backward_data_kernel);
+STRATA_REGISTER_KERNEL("conv2d_backward_weight", CUDA, Conv2dBackwardWeightFn, conv2d_backward_weight_kernel);
+
+}  // namespace strata::cuda

@@ -1,0 +1,263 @@
+#pragma once
+
+// 2-D pooling written once (Note [The DNN kernel contract] in ops/dnn_kernels.h); instantiated by
+// backends/cpu/pool.cpp and backends/cuda/pool.cu. One thread per output element forward. Backward passes gather
+// instead of scatter: one thread per input element sums the outputs whose windows hold it, so there are no atomics
+// and the result does not depend on thread order.
+
+#include "strata/backends/portable/copy_fill.h"
+#include "strata/backends/portable/reduce_accumulators.h"
+#include "strata/ops/dnn_kernels.h"
+
+namespace strata::portable {
+inline namespace STRATA_KERNEL_NS {
+
+/// Plane geometry of a pooling: input H x W, output OH x OW.
+struct PoolPlanes {
+  int64_t h, w, oh, ow;
+  static PoolPlanes of(const TensorView& in, const TensorView& out) {
+    return {in.shape[2], in.shape[3], out.shape[2], out.shape[3]};
+  }
+};
+
+STRATA_HOST_DEVICE inline int64_t min_of(int64_t a, int64_t b) { return a < b ? a : b; }
+STRATA_HOST_DEVICE inline int64_t max_of(int64_t a, int64_t b) { return a < b ? b : a; }
+
+// The outputs along one axis whose windows (stride s, size k, padding p) contain input position i: [begin, end).
+STRATA_HOST_DEVICE inline int64_t first_window(int64_t i, int64_t k, int64_t s, int64_t p) {
+  return i + p < k ? 0 : (i + p - k) / s + 1;
+}
+STRATA_HOST_DEVICE inline int64_t last_window_end(int64_t i, int64_t s, int64_t p, int64_t out) {
+  return min_of((i + p) / s + 1, out);
+}
+
+// PyTorch's adaptive windows: output o of `out` covers input [floor(o * in / out), ceil((o + 1) * in / out)).
+STRATA_HOST_DEVICE inline int64_t adaptive_begin(int64_t o, int64_t in, int64_t out) { return o * in / out; }
+STRATA_HOST_DEVICE inline int64_t adaptive_end(int64_t o, int64_t in, int64_t out) {
+  return ((o + 1) * in + out - 1) / out;
+}
+
+template <typename T>
+struct MaxPoolForward {
+  T* out;
+  int64_t* indices;
+  const T* in;
+  PoolPlanes g;
+  ops::Pool2dParams p;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    using C = CompareType<T>;
+    const int64_t ow = i % g.ow, oh = (i / g.ow) % g.oh, plane = i / (g.ow * g.oh);
+    const T* x = in + plane * g.h * g.w;
+    const int64_t h0 = max_of(oh * p.stride_h - p.pad_h, 0), w0 = max_of(ow * p.stride_w - p.pad_w, 0);
+    const int64_t h1 = min_of(oh * p.stride_h - p.pad_h + p.kernel_h, g.h);
+    const int64_t w1 = min_of(ow * p.stride_w - p.pad_w + p.kernel_w, g.w);
+    C best = -math::inf<C>();
+    int64_t at = h0 * g.w + w0;
+    bool nan = false;
+    for (int64_t h = h0; h < h1 && !nan; ++h) {
+      for (int64_t w = w0; w < w1; ++w) {
+        const C v = kernels::convert<C>(x[h * g.w + w]);
+        if (v > best || math::is_nan(v)) {  // a NaN wins, as in PyTorch
+          best = v;
+          at = h * g.w + w;
+          nan = math::is_nan(v);
+          if (nan) break;
+        }
+      }
+    }
+    out[i] = kernels::convert<T>(best);
+    indices[i] = at;
+  }
+};
+
+template <typename T>
+struct MaxPoolBackward {
+  T* grad_in;
+  const T* grad_out;
+  const int64_t* indices;
+  PoolPlanes g;
+  ops::Pool2dParams p;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    using A = AccType<T>;
+    const int64_t iw = i % g.w, ih = (i / g.w) % g.h, plane = i / (g.w * g.h);
+    const int64_t here = ih * g.w + iw, base = plane * g.oh * g.ow;
+    const int64_t oh1 = last_window_end(ih, p.stride_h, p.pad_h, g.oh);
+    const int64_t ow1 = last_window_end(iw, p.stride_w, p.pad_w, g.ow);
+    A sum = 0;
+    for (int64_t oh = first_window(ih, p.kernel_h, p.stride_h, p.pad_h); oh < oh1; ++oh) {
+      for (int64_t ow = first_window(iw, p.kernel_w, p.stride_w, p.pad_w); ow < ow1; ++ow) {
+        const int64_t o = base + oh * g.ow + ow;
+        if (indices[o] == here) sum += kernels::convert<A>(grad_out[o]);
+      }
+    }
+    grad_in[i] = kernels::convert<T>(sum);
+  }
+};
+
+template <typename T>
+struct AvgPoolForward {
+  T* out;
+  const T* in;
+  PoolPlanes g;
+  ops::Pool2dParams p;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    using A = AccType<T>;
+    const int64_t ow = i % g.ow, oh = (i / g.ow) % g.oh, plane = i / (g.ow * g.oh);
+    const T* x = in + plane * g.h * g.w;
+    const int64_t h0 = max_of(oh * p.stride_h - p.pad_h, 0), w0 = max_of(ow * p.stride_w - p.pad_w, 0);
+    const int64_t h1 = min_of(oh * p.stride_h - p.pad_h + p.kernel_h, g.h);
+    const int64_t w1 = min_of(ow * p.stride_w - p.pad_w + p.kernel_w, g.w);
+    A sum = 0;
+    for (int64_t h = h0; h < h1; ++h)
+      for (int64_t w = w0; w < w1; ++w) sum += kernels::convert<A>(x[h * g.w + w]);
+    out[i] = kernels::convert<T>(sum / static_cast<A>(p.kernel_h * p.kernel_w));
+  }
+};
+
+template <typename T>
+struct AvgPoolBackward {
+  T* grad_in;
+  const T* grad_out;
+  PoolPlanes g;
+  ops::Pool2dParams p;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    using A = AccType<T>;
+    const int64_t iw = i % g.w, ih = (i / g.w) % g.h, plane = i / (g.w * g.h);
+    const T* go = grad_out + plane * g.oh * g.ow;
+    const int64_t oh1 = last_window_end(ih, p.stride_h, p.pad_h, g.oh);
+    const int64_t ow1 = last_window_end(iw, p.stride_w, p.pad_w, g.ow);
+    A sum = 0;
+    for (int64_t oh = first_window(ih, p.kernel_h, p.stride_h, p.pad_h); oh < oh1; ++oh)
+      for (int64_t ow = first_window(iw, p.kernel_w, p.stride_w, p.pad_w); ow < ow1; ++ow)
+        sum += kernels::convert<A>(go[oh * g.ow + ow]);
+    grad_in[i] = kernels::convert<T>(sum / static_cast<A>(p.kernel_h * p.kernel_w));
+  }
+};
+
+template <typename T>
+struct AdaptiveAvgPoolForward {
+  T* out;
+  const T* in;
+  PoolPlanes g;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    using A = AccType<T>;
+    const int64_t ow = i % g.ow, oh = (i / g.ow) % g.oh, plane = i / (g.ow * g.oh);
+    const T* x = in + plane * g.h * g.w;
+    const int64_t h0 = adaptive_begin(oh, g.h, g.oh), h1 = adaptive_end(oh, g.h, g.oh);
+    const int64_t w0 = adaptive_begin(ow, g.w, g.ow), w1 = adaptive_end(ow, g.w, g.ow);
+    A sum = 0;
+    for (int64_t h = h0; h < h1; ++h)
+      for (int64_t w = w0; w < w1; ++w) sum += kernels::convert<A>(x[h * g.w + w]);
+    out[i] = kernels::convert<T>(sum / static_cast<A>((h1 - h0) * (w1 - w0)));
+  }
+};
+
+template <typename T>
+struct AdaptiveAvgPoolBackward {
+  T* grad_in;
+  const T* grad_out;
+  PoolPlanes g;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    using A = AccType<T>;
+    const int64_t iw = i % g.w, ih = (i / g.w) % g.h, plane = i / (g.w * g.h);
+    const T* go = grad_out + plane * g.oh * g.ow;
+    // Output o's window holds i exactly when floor(i * out / in) <= o < ceil((i + 1) * out / in).
+    const int64_t oh0 = ih * g.oh / g.h, oh1 = ((ih + 1) * g.oh + g.h - 1) / g.h;
+    const int64_t ow0 = iw * g.ow / g.w, ow1 = ((iw + 1) * g.ow + g.w - 1) / g.w;
+    A sum = 0;
+    for (int64_t oh = oh0; oh < oh1; ++oh) {
+      const int64_t rows = adaptive_end(oh, g.h, g.oh) - adaptive_begin(oh, g.h, g.oh);
+      for (int64_t ow = ow0; ow < ow1; ++ow) {
+        const int64_t cols = adaptive_end(ow, g.w, g.ow) - adaptive_begin(ow, g.w, g.ow);
+        sum += kernels::convert<A>(go[oh * g.ow + ow]) / static_cast<A>(rows * cols);
+      }
+    }
+    grad_in[i] = kernels::convert<T>(sum);
+  }
+};
+
+/// Calls Visitor<T>::run(args...) for the floating dtypes pooling supports.
+template <template <typename> class Visitor, typename... Args>
+void dispatch_floating(const ops::OpCall& call, DType dtype, Args&&... args) {
+  switch (dtype) {
+    case DType::F16: return Visitor<Half>::run(call, args...);
+    case DType::BF16: return Visitor<BFloat16>::run(call, args...);
+    case DType::F32: return Visitor<float>::run(call, args...);
+    case DType::F64: return Visitor<double>::run(call, args...);
+    default: STRATA_THROW(DTypeError, "{}: {} tensors are not supported (use a floating dtype)", call.op, dtype);
+  }
+}
+
+template <typename T>
+struct MaxPool {
+  static void run(const ops::OpCall& call, const TensorView& out, const TensorView& indices, const TensorView& in,
+                  const ops::Pool2dParams& p) {
+    kernels::forall(site_of(call, "max_pool2d"), out.numel(),
+                    MaxPoolForward<T>{out.ptr<T>(), indices.ptr<int64_t>(), in.ptr<T>(), PoolPlanes::of(in, out), p});
+  }
+};
+template <typename T>
+struct MaxPoolGrad {
+  static void run(const ops::OpCall& call, const TensorView& grad_in, const TensorView& grad_out,
+                  const TensorView& indices, const ops::Pool2dParams& p) {
+    kernels::forall(site_of(call, "max_pool2d_backward"), grad_in.numel(),
+                    MaxPoolBackward<T>{grad_in.ptr<T>(), grad_out.ptr<T>(), indices.ptr<int64_t>(),
+                                       PoolPlanes::of(grad_in, grad_out), p});
+  }
+};
+template <typename T>
+struct AvgPool {
+  static void run(const ops::OpCall& call, const TensorView& out, const TensorView& in, const ops::Pool2dParams& p) {
+    kernels::forall(site_of(call, "avg_pool2d"), out.numel(),
+                    AvgPoolForward<T>{out.ptr<T>(), in.ptr<T>(), PoolPlanes::of(in, out), p});
+  }
+};
+template <typename T>
+struct AvgPoolGrad {
+  static void run(const ops::OpCall& call, const TensorView& grad_in, const TensorView& grad_out,
+                  const ops::Pool2dParams& p) {
+    kernels::forall(site_of(call, "avg_pool2d_backward"), grad_in.numel(),
+                    AvgPoolBackward<T>{grad_in.ptr<T>(), grad_out.ptr<T>(), PoolPlanes::of(grad_in, grad_out), p});
+  }
+};
+template <typename T>
+struct AdaptiveAvgPool {
+  static void run(const ops::OpCall& call, const TensorView& out, const TensorView& in) {
+    kernels::forall(site_of(call, "adaptive_avg_pool2d"), out.numel(),
+                    AdaptiveAvgPoolForward<T>{out.ptr<T>(), in.ptr<T>(), PoolPlanes::of(in, out)});
+  }
+};
+template <typename T>
+struct AdaptiveAvgPoolGrad {
+  static void run(const ops::OpCall& call, const TensorView& grad_in, const TensorView& grad_out) {
+    kernels::forall(site_of(call, "adaptive_avg_pool2d_backward"), grad_in.numel(),
+                    AdaptiveAvgPoolBackward<T>{grad_in.ptr<T>(), grad_out.ptr<T>(), PoolPlanes::of(grad_in, grad_out)});
+  }
+};
+
+inline void max_pool2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& indices,
+                              const TensorView& in, const ops::Pool2dParams& p) {
+  dispatch_floating<MaxPool>(call, in.dtype, out, indices, in, p);
+}
+inline void max_pool2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_in, const TensorView& grad_out,
+                                       const TensorView& indices, const ops::Pool2dParams& p) {
+  dispatch_floating<MaxPoolGrad>(call, grad_in.dtype, grad_in, grad_out, indices, p);
+}
+inline void avg_pool2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in,
+                              const ops::Pool2dParams& p) {
+  dispatch_floating<AvgPool>(call, in.dtype, out, in, p);
+}
+inline void avg_pool2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_in, const TensorView& grad_out,
+                                       const ops::Pool2dParams& p) {
+  dispatch_floating<AvgPoolGrad>(call, grad_in.dtype, grad_in, grad_out, p);
+}
+inline void adaptive_avg_pool2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in) {
+  dispatch_floating<AdaptiveAvgPool>(call, in.dtype, out, in);
+}
+inline void adaptive_avg_pool2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_in,
+                                                const TensorView& grad_out) {
+  dispatch_floating<AdaptiveAvgPoolGrad>(call, grad_in.dtype, grad_in, grad_out);
+}
+
+}  // inline namespace STRATA_KERNEL_NS
+}  // namespace strata::portable

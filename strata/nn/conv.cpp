@@ -1,0 +1,171 @@
+// conv2d and conv2d_relu: arguments are checked here, once; backends compute (Note [The DNN kernel contract] in
+// ops/dnn_kernels.h).
+
+#include <array>
+#include <utility>
+#include <vector>
+
+#include "strata/core/error.h"
+#include "strata/nn/functional.h"
+#include "strata/ops/checks.h"
+#include "strata/ops/dnn_kernels.h"
+#include "strata/tensor/autograd_support.h"
+#include "strata/tensor/factories.h"
+#include "strata/tensor/functions.h"
+#include "strata/tensor/op_call.h"
+
+namespace strata::nn::functional {
+
+namespace {
+
+const ops::KernelSlot<ops::Conv2dFn> conv2d_slot("conv2d");
+const ops::KernelSlot<ops::Conv2dBackwardDataFn> conv2d_data_slot("conv2d_backward_data");
+const ops::KernelSlot<ops::Conv2dBackwardWeightFn> conv2d_weight_slot("conv2d_backward_weight");
+
+struct Conv {
+  ops::Conv2dParams params;
+  Shape out_shape;
+};
+
+Conv check_conv(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride,
+                Pair padding, Pair dilation, int64_t groups) {
+  STRATA_CHECK(input.defined() && weight.defined(), InvalidArgumentError,
+               "{}: the input and the weight must be defined tensors", op);
+  const TensorView iv = input.view(), wv = weight.view();
+  if (bias.defined()) {
+    const TensorView bv = bias.view();
+    ops::check_same_device(op, {&iv, &wv, &bv});
+  } else {
+    ops::check_same_device(op, {&iv, &wv});
+  }
+  STRATA_CHECK(input.dim() == 4, ShapeError, "{}: expected a 4-D input [N, C, H, W], got shape {}", op,
+               input.shape());
+  STRATA_CHECK(weight.dim() == 4, ShapeError, "{}: expected a 4-D weight [O, C/groups, kH, kW], got shape {}", op,
+               weight.shape());
+  STRATA_CHECK(is_floating(input.dtype()), DTypeError,
+               "{}: {} inputs are not supported; convolutions take floating tensors (convert with .to(DType::F32))",
+               op, input.dtype());
+  STRATA_CHECK(weight.dtype() == input.dtype(), DTypeError, "{}: the weight has dtype {} but the input has {}", op,
+               weight.dtype(), input.dtype());
+  STRATA_CHECK(groups >= 1, InvalidArgumentError, "{}: groups must be positive, got {}", op, groups);
+  STRATA_CHECK(stride.h >= 1 && stride.w >= 1, InvalidArgumentError, "{}: stride must be positive, got ({}, {})", op,
+               stride.h, stride.w);
+  STRATA_CHECK(padding.h >= 0 && padding.w >= 0, InvalidArgumentError,
+               "{}: padding must be non-negative, got ({}, {})", op, padding.h, padding.w);
+  STRATA_CHECK(dilation.h >= 1 && dilation.w >= 1, InvalidArgumentError,
+               "{}: dilation must be positive, got ({}, {})", op, dilation.h, dilation.w);
+  const int64_t c = input.size(1), h = input.size(2), w = input.size(3);
+  const int64_t o = weight.size(0), kh = weight.size(2), kw = weight.size(3);
+  STRATA_CHECK(c >= 1 && h >= 1 && w >= 1, ShapeError, "{}: the input of shape {} has an empty channel or spatial dim",
+               op, input.shape());
+  STRATA_CHECK(o >= 1 && kh >= 1 && kw >= 1, ShapeError, "{}: the weight of shape {} has an empty dim", op,
+               weight.shape());
+  STRATA_CHECK(c % groups == 0, ShapeError, "{}: groups = {} does not divide the {} input channels of shape {}", op,
+               groups, c, input.shape());
+  STRATA_CHECK(o % groups == 0, ShapeError,
+               "{}: groups = {} does not divide the {} output channels of the weight of shape {}", op, groups, o,
+               weight.shape());
+  STRATA_CHECK(weight.size(1) * groups == c, ShapeError,
+               "{}: the weight of shape {} with groups = {} expects {} input channels, but the input of shape {} has "
+               "{}",
+               op, weight.shape(), groups, weight.size(1) * groups, input.shape(), c);
+  if (bias.defined()) {
+    STRATA_CHECK(bias.dtype() == input.dtype(), DTypeError, "{}: the bias has dtype {} but the input has {}", op,
+                 bias.dtype(), input.dtype());
+    STRATA_CHECK(bias.dim() == 1 && bias.size(0) == o, ShapeError,
+                 "{}: expected a bias of shape [{}] (one per output channel), got {}", op, o, bias.shape());
+  }
+  const int64_t span_h = dilation.h * (kh - 1) + 1, span_w = dilation.w * (kw - 1) + 1;
+  STRATA_CHECK(span_h <= h + 2 * padding.h && span_w <= w + 2 * padding.w, ShapeError,
+               "{}: the kernel ({}x{}, {}x{} with dilation) is larger than the padded input ({}x{}: shape {} with "
+               "padding ({}, {}))",
+               op, kh, kw, span_h, span_w, h + 2 * padding.h, w + 2 * padding.w, input.shape(), padding.h,
+               padding.w);
+  Conv conv;
+  conv.params = {stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w, groups, false, allow_tf32()};
+  conv.out_shape = {input.size(0), o, ops::window_output_size(h, kh, stride.h, padding.h, dilation.h),
+                    ops::window_output_size(w, kw, stride.w, padding.w, dilation.w)};
+  return conv;
+}
+
+TensorView no_tensor(DType dtype, Device device) {
+  TensorView v;
+  v.dtype = dtype;
+  v.device = device;
+  return v;
+}
+
+// grad_input, grad_weight and grad_bias (each only when `wanted`) from the gradient of conv's output.
+std::vector<Tensor> conv_grads(const char* op, const Tensor& g, const Tensor& input, const Tensor& weight,
+                               const ops::Conv2dParams& params, std::array<bool, 3> wanted) {
+  const Tensor dy = g.contiguous();
+  const ops::OpCall call = detail::op_call(op, input.device());
+  Tensor gi, gw, gb;
+  if (dy.numel() == 0) {  // an empty batch: the weight and bias gradients are sums of nothing
+    const TensorOptions options = TensorOptions(weight.dtype()).device(weight.device());
+    return {wanted[0] ? zeros(input.shape(), options) : Tensor(), wanted[1] ? zeros(weight.shape(), options) : Tensor(),
+            wanted[2] ? zeros({weight.size(0)}, options) : Tensor()};
+  }
+  if (wanted[0]) {
+    gi = empty(input.shape(), TensorOptions(input.dtype()).device(input.device()));
+    conv2d_data_slot.get(input.device())(call, gi.view(), dy.view(), weight.view(), params);
+  }
+  if (wanted[1] || wanted[2]) {
+    gw = empty(weight.shape(), TensorOptions(weight.dtype()).device(weight.device()));
+    if (wanted[2]) gb = empty({weight.size(0)}, TensorOptions(weight.dtype()).device(weight.device()));
+    conv2d_weight_slot.get(input.device())(call, gw.view(), wanted[2] ? gb.view() : no_tensor(g.dtype(), g.device()),
+                                           input.view(), dy.view(), params);
+  }
+  return {wanted[0] ? gi : Tensor(), wanted[1] ? gw : Tensor(), gb};
+}
+
+Tensor convolution(const char* op, const Tensor& input_arg, const Tensor& weight_arg, const Tensor& bias_arg,
+                   Pair stride, Pair padding, Pair dilation, int64_t groups, bool relu) {
+  Conv conv = check_conv(op, input_arg, weight_arg, bias_arg, stride, padding, dilation, groups);
+  conv.params.relu = relu;
+  const Tensor input = input_arg.contiguous(), weight = weight_arg.contiguous();
+  const Tensor bias = bias_arg.defined() ? bias_arg.contiguous() : Tensor();
+  Tensor out = empty(conv.out_shape, TensorOptions(input.dtype()).device(input.device()));
+  if (out.numel() > 0) {
+    conv2d_slot.get(input.device())(detail::op_call(op, input.device()), out.view(), input.view(), weight.view(),
+                                    bias.defined() ? bias.view() : no_tensor(input.dtype(), input.device()),
+                                    conv.params);
+  }
+  const bool with_bias = bias_arg.defined();
+  if (with_bias ? detail::needs_grad({&input_arg, &weight_arg, &bias_arg})
+                : detail::needs_grad({&input_arg, &weight_arg})) {
+    const std::array<bool, 3> wanted{input_arg.requires_grad(), weight_arg.requires_grad(),
+                                     with_bias && bias_arg.requires_grad()};
+    ops::Conv2dParams params = conv.params;
+    params.relu = false;
+    // The ReLU's mask comes from the output; a handle without autograd state avoids a cycle output -> node -> output.
+    const Tensor result = relu ? out.detach() : Tensor();
+    BackwardFn backward = [op, input, weight, params, wanted, result, with_bias](const Tensor& g) {
+      const Tensor zero = scalar_tensor(0, TensorOptions(g.dtype()).device(g.device()));
+      const Tensor dy = result.defined() ? where(gt(result, zero), g, zero) : g;
+      std::vector<Tensor> grads = conv_grads(op, dy, input, weight, params, wanted);
+      if (!with_bias) grads.pop_back();
+      return grads;
+    };
+    if (with_bias) {
+      detail::record(op, {&input_arg, &weight_arg, &bias_arg}, out, std::move(backward));
+    } else {
+      detail::record(op, {&input_arg, &weight_arg}, out, std::move(backward));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding,
+              Pair dilation, int64_t groups) {
+  return convolution("conv2d", input, weight, bias, stride, padding, dilation, groups, false);
+}
+
+Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding,
+                   Pair dilation, int64_t groups) {
+  return convolution("conv2d_relu", input, weight, bias, stride, padding, dilation, groups, true);
+}
+
+}  // namespace strata::nn::functional

@@ -1,0 +1,307 @@
+// conv2d and conv2d_relu on every available device: against a nested-loop reference, gradients against finite
+// differences (f64) and across dtypes (f32 backends against the f64 path), and every argument error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/autograd/gradcheck.h"
+#include "strata/core/error.h"
+#include "strata/nn/functional.h"
+#include "strata/tensor/factories.h"
+#include "strata/tensor/functions.h"
+#include "test_devices.h"
+
+namespace strata {
+namespace {
+
+namespace F = nn::functional;
+
+// Deterministic values in [-1, 1): the same inputs on every device.
+std::vector<double> values(int64_t n, std::uint64_t seed) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  std::uint64_t s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    x = static_cast<double>(s >> 11) / static_cast<double>(1ULL << 53) * 2.0 - 1.0;
+  }
+  return v;
+}
+
+Tensor random(const Shape& shape, DType dtype, Device device, std::uint64_t seed) {
+  return tensor<double>(values(numel(shape), seed), shape, device).to(dtype);
+}
+
+struct Config {
+  const char* name;
+  int64_t n, c, h, w, o, kh, kw;
+  F::Pair stride = 1, padding = 0, dilation = 1;
+  int64_t groups = 1;
+  bool bias = true;
+};
+
+const std::vector<Config> kConfigs{
+    {"plain 3x3", 2, 3, 7, 6, 4, 3, 3},
+    {"stride 2", 2, 3, 9, 8, 5, 3, 3, 2},
+    {"padding 1", 2, 2, 5, 5, 3, 3, 3, 1, 1},
+    {"dilation 2", 1, 2, 9, 9, 3, 3, 3, 1, 2, 2},
+    {"groups 2", 2, 4, 6, 6, 6, 3, 3, 1, 1, 1, 2},
+    {"depthwise", 2, 4, 6, 5, 4, 3, 3, 1, 1, 1, 4},
+    {"no bias", 2, 3, 6, 6, 4, 3, 3, 1, 1, 1, 1, false},
+    {"batch 1, 1x1 kernel", 1, 5, 4, 4, 3, 1, 1},
+    {"rectangular everything", 3, 2, 8, 11, 4, 2, 4, {2, 3}, {1, 2}, {2, 1}},
+    {"kernel covers padded input", 1, 2, 3, 3, 2, 5, 5, 1, 1},
+};
+
+std::string describe(const Config& c) { return c.name; }
+
+// PyTorch's conv2d in double with nested loops; `input` and `weight` may be any views.
+std::vector<double> reference_conv(const Tensor& input, const Tensor& weight, const Tensor& bias, const Config& c,
+                                   int64_t oh, int64_t ow) {
+  const std::vector<double> x = input.to_vector<double>(), w = weight.to_vector<double>();
+  const std::vector<double> b = bias.defined() ? bias.to_vector<double>() : std::vector<double>(c.o, 0.0);
+  const int64_t cg = c.c / c.groups, og = c.o / c.groups;
+  std::vector<double> out(static_cast<std::size_t>(c.n * c.o * oh * ow));
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t o = 0; o < c.o; ++o)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xo = 0; xo < ow; ++xo) {
+          double sum = b[static_cast<std::size_t>(o)];
+          const int64_t g = o / og;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t i = 0; i < c.kh; ++i)
+              for (int64_t j = 0; j < c.kw; ++j) {
+                const int64_t iy = y * c.stride.h - c.padding.h + i * c.dilation.h;
+                const int64_t ix = xo * c.stride.w - c.padding.w + j * c.dilation.w;
+                if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
+                sum += x[static_cast<std::size_t>(((n * c.c + g * cg + ci) * c.h + iy) * c.w + ix)] *
+                       w[static_cast<std::size_t>(((o * cg + ci) * c.kh + i) * c.kw + j)];
+              }
+          out[static_cast<std::size_t>(((n * c.o + o) * oh + y) * ow + xo)] = sum;
+        }
+  return out;
+}
+
+class Conv : public ::testing::TestWithParam<Device> {
+ protected:
+  Device device() const { return GetParam(); }
+  TensorOptions opts(DType dtype = DType::F32) const { return TensorOptions(dtype).device(device()); }
+
+  struct Operands {
+    Tensor input, weight, bias;
+  };
+  Operands operands(const Config& c, DType dtype, std::uint64_t seed = 1) const {
+    Operands o;
+    o.input = random({c.n, c.c, c.h, c.w}, dtype, device(), seed);
+    o.weight = random({c.o, c.c / c.groups, c.kh, c.kw}, dtype, device(), seed + 1);
+    if (c.bias) o.bias = random({c.o}, dtype, device(), seed + 2);
+    return o;
+  }
+  static Tensor run(const Operands& o, const Config& c, bool relu = false) {
+    return (relu ? F::conv2d_relu : F::conv2d)(o.input, o.weight, o.bias, c.stride, c.padding, c.dilation, c.groups);
+  }
+};
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], tol * (1.0 + std::abs(want[i]))) << what << " at " << i;
+  }
+}
+
+TEST_P(Conv, MatchesTheNestedLoopReference) {
+  for (const DType dtype : {DType::F32, DType::F64}) {
+    for (const Config& c : kConfigs) {
+      const Operands o = operands(c, dtype);
+      const Tensor out = run(o, c);
+      const int64_t oh = (c.h + 2 * c.padding.h - c.dilation.h * (c.kh - 1) - 1) / c.stride.h + 1;
+      const int64_t ow = (c.w + 2 * c.padding.w - c.dilation.w * (c.kw - 1) - 1) / c.stride.w + 1;
+      ASSERT_EQ(out.shape(), (Shape{c.n, c.o, oh, ow})) << describe(c);
+      EXPECT_EQ(out.dtype(), dtype);
+      EXPECT_EQ(out.device(), device());
+      expect_close(out.to_vector<double>(), reference_conv(o.input, o.weight, o.bias, c, oh, ow),
+                   dtype == DType::F32 ? 1e-5 : 1e-12, describe(c) + " " + std::string(dtype_name(dtype)));
+    }
+  }
+}
+
+TEST_P(Conv, NonContiguousInputsMatchTheReference) {
+  const Config c{"strided", 2, 3, 6, 7, 4, 3, 3, 1, 1};
+  // Input stored as [N, H, W, C] and permuted to NCHW; weight stored [O, kH, kW, C] likewise.
+  const Tensor input = random({c.n, c.h, c.w, c.c}, DType::F32, device(), 7).permute({0, 3, 1, 2});
+  const Tensor weight = random({c.o, c.kh, c.kw, c.c}, DType::F32, device(), 8).permute({0, 3, 1, 2});
+  const Tensor bias = random({2 * c.o}, DType::F32, device(), 9).slice(0, 0, std::nullopt, 2);
+  ASSERT_FALSE(input.is_contiguous());
+  ASSERT_FALSE(weight.is_contiguous());
+  ASSERT_FALSE(bias.is_contiguous());
+  const Tensor out = F::conv2d(input, weight, bias, c.stride, c.padding);
+  expect_close(out.to_vector<double>(), reference_conv(input, weight, bias, c, 6, 7), 1e-5, "permuted views");
+}
+
+TEST_P(Conv, EmptyBatchGivesAnEmptyOutput) {
+  const Tensor out = F::conv2d(zeros({0, 3, 5, 5}, opts()), zeros({4, 3, 3, 3}, opts()), zeros({4}, opts()));
+  EXPECT_EQ(out.shape(), (Shape{0, 4, 3, 3}));
+}
+
+TEST_P(Conv, GradientsPassGradcheck) {
+  for (const Config& c : kConfigs) {
+    Operands o = operands(c, DType::F64, 11);
+    std::vector<Tensor> inputs{o.input.requires_grad_(), o.weight.requires_grad_()};
+    if (c.bias) inputs.push_back(o.bias.requires_grad_());
+    const autograd::GradcheckResult r = autograd::gradcheck(
+        [c](const std::vector<Tensor>& x) {
+          return F::conv2d(x[0], x[1], x.size() > 2 ? x[2] : Tensor(), c.stride, c.padding, c.dilation, c.groups);
+        },
+        inputs);
+    EXPECT_TRUE(r.ok) << describe(c) << ": " << r.report;
+  }
+}
+
+TEST_P(Conv, GradientsOfOneInputOnly) {
+  const Config c{"weight only", 1, 2, 5, 5, 3, 3, 3, 2, 1};
+  Operands o = operands(c, DType::F64, 13);
+  o.weight.requires_grad_();
+  sum(F::conv2d(o.input, o.weight, o.bias, c.stride, c.padding)).backward();
+  EXPECT_TRUE(o.weight.grad().defined());
+  EXPECT_FALSE(o.input.grad().defined());
+  EXPECT_FALSE(o.bias.grad().defined());
+  // d(sum)/d(bias) = number of output pixels per channel, per sample.
+  Operands p = operands(c, DType::F64, 13);
+  p.bias.requires_grad_();
+  sum(F::conv2d(p.input, p.weight, p.bias, c.stride, c.padding)).backward();
+  for (const double g : p.bias.grad().to_vector<double>()) EXPECT_DOUBLE_EQ(g, 9.0);  // 1 sample x 3x3 pixels
+}
+
+TEST_P(Conv, F32GradientsMatchTheF64Path) {
+  // The f32 backends (oneDNN, cuDNN) against f64, whose gradients gradcheck verifies.
+  for (const Config& c : kConfigs) {
+    Operands o32 = operands(c, DType::F32, 21), o64 = operands(c, DType::F64, 21);
+    for (Operands* o : {&o32, &o64}) {
+      o->input.requires_grad_();
+      o->weight.requires_grad_();
+      if (c.bias) o->bias.requires_grad_();
+      const Tensor out = run(*o, c);
+      sum(out * random(out.shape(), out.dtype(), device(), 99)).backward();
+    }
+    expect_close(o32.input.grad().to_vector<double>(), o64.input.grad().to_vector<double>(), 1e-4,
+                 describe(c) + " input grad");
+    expect_close(o32.weight.grad().to_vector<double>(), o64.weight.grad().to_vector<double>(), 1e-4,
+                 describe(c) + " weight grad");
+    if (c.bias) {
+      expect_close(o32.bias.grad().to_vector<double>(), o64.bias.grad().to_vector<double>(), 1e-4,
+                   describe(c) + " bias grad");
+    }
+  }
+}
+
+TEST_P(Conv, ReluFusedEqualsReluOfConv) {
+  int64_t zeros_seen = 0;
+  for (const DType dtype : {DType::F32, DType::F64}) {
+    for (const Config& c : kConfigs) {
+      const Operands o = operands(c, dtype, 31);
+      const std::vector<double> fused = run(o, c, true).to_vector<double>();
+      const std::vector<double> separate = relu(run(o, c)).to_vector<double>();
+      expect_close(fused, separate, dtype == DType::F32 ? 1e-6 : 1e-14, describe(c));
+      zeros_seen += std::count(fused.begin(), fused.end(), 0.0);
+    }
+  }
+  EXPECT_GT(zeros_seen, 100) << "the inputs should make many outputs negative";
+}
+
+TEST_P(Conv, ReluFusedGradientsPassGradcheck) {
+  for (const Config& c : {kConfigs[2], kConfigs[4], kConfigs[6]}) {
+    Operands o = operands(c, DType::F64, 41);
+    std::vector<Tensor> inputs{o.input.requires_grad_(), o.weight.requires_grad_()};
+    if (c.bias) inputs.push_back(o.bias.requires_grad_());
+    const autograd::GradcheckResult r = autograd::gradcheck(
+        [c](const std::vector<Tensor>& x) {
+          return F::conv2d_relu(x[0], x[1], x.size() > 2 ? x[2] : Tensor(), c.stride, c.padding, c.dilation,
+                                c.groups);
+        },
+        inputs);
+    EXPECT_TRUE(r.ok) << describe(c) << ": " << r.report;
+  }
+}
+
+// Runs `f`, expects ErrorType, and checks that the message names the op and every one of `parts`.
+template <typename ErrorType, typename Fn>
+void expect_error(Fn f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    FAIL() << "no error; expected one mentioning " << parts.front();
+  } catch (const ErrorType& e) {
+    const std::string message = e.what();
+    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+  }
+}
+
+TEST_P(Conv, WrongRanksAreRejected) {
+  expect_error<ShapeError>([&] { F::conv2d(zeros({3, 5, 5}, opts()), zeros({4, 3, 3, 3}, opts())); },
+                           {"conv2d", "4-D input", "[3, 5, 5]"});
+  expect_error<ShapeError>([&] { F::conv2d(zeros({1, 3, 5, 5}, opts()), zeros({4, 3, 3}, opts())); },
+                           {"conv2d", "4-D weight", "[4, 3, 3]"});
+  expect_error<ShapeError>(
+      [&] { F::conv2d_relu(zeros({1, 3, 5, 5}, opts()), zeros({4, 3, 3, 3}, opts()), zeros({4, 1}, opts())); },
+      {"conv2d_relu", "bias", "[4, 1]"});
+  expect_error<ShapeError>(
+      [&] { F::conv2d(zeros({1, 3, 5, 5}, opts()), zeros({4, 3, 3, 3}, opts()), zeros({5}, opts())); },
+      {"conv2d", "bias", "[5]"});
+}
+
+TEST_P(Conv, ChannelAndGroupMismatchesAreRejected) {
+  expect_error<ShapeError>([&] { F::conv2d(zeros({1, 3, 5, 5}, opts()), zeros({4, 2, 3, 3}, opts())); },
+                           {"conv2d", "[4, 2, 3, 3]", "[1, 3, 5, 5]", "expects 2 input channels"});
+  expect_error<ShapeError>(
+      [&] { F::conv2d(zeros({1, 3, 5, 5}, opts()), zeros({4, 1, 3, 3}, opts()), {}, 1, 0, 1, 2); },
+      {"conv2d", "groups = 2", "3 input channels"});
+  expect_error<ShapeError>(
+      [&] { F::conv2d(zeros({1, 4, 5, 5}, opts()), zeros({3, 2, 3, 3}, opts()), {}, 1, 0, 1, 2); },
+      {"conv2d", "groups = 2", "3 output channels"});
+  expect_error<InvalidArgumentError>(
+      [&] { F::conv2d(zeros({1, 4, 5, 5}, opts()), zeros({4, 4, 3, 3}, opts()), {}, 1, 0, 1, 0); },
+      {"conv2d", "groups", "0"});
+}
+
+TEST_P(Conv, BadWindowsAreRejected) {
+  const Tensor x = zeros({1, 2, 4, 4}, opts()), w = zeros({3, 2, 3, 3}, opts());
+  expect_error<ShapeError>([&] { F::conv2d(x, zeros({3, 2, 5, 5}, opts())); },
+                           {"conv2d", "larger than the padded input", "[1, 2, 4, 4]"});
+  expect_error<ShapeError>([&] { F::conv2d(x, w, {}, 1, 0, 2); }, {"conv2d", "larger than the padded input", "5x5"});
+  expect_error<InvalidArgumentError>([&] { F::conv2d(x, w, {}, 0); }, {"conv2d", "stride", "(0, 0)"});
+  expect_error<InvalidArgumentError>([&] { F::conv2d(x, w, {}, {1, -1}); }, {"conv2d", "stride", "(1, -1)"});
+  expect_error<InvalidArgumentError>([&] { F::conv2d(x, w, {}, 1, -1); }, {"conv2d", "padding", "(-1, -1)"});
+  expect_error<InvalidArgumentError>([&] { F::conv2d(x, w, {}, 1, 0, {1, 0}); }, {"conv2d", "dilation", "(1, 0)"});
+  // A kernel exactly as large as the padded input fits.
+  EXPECT_EQ(F::conv2d(x, zeros({3, 2, 6, 6}, opts()), {}, 1, 1).shape(), (Shape{1, 3, 1, 1}));
+}
+
+TEST_P(Conv, DTypesAreChecked) {
+  expect_error<DTypeError>(
+      [&] { F::conv2d(zeros({1, 2, 4, 4}, opts(DType::F32)), zeros({3, 2, 3, 3}, opts(DType::F64))); },
+      {"conv2d", "f64", "f32"});
+  expect_error<DTypeError>([&] {
+    F::conv2d(zeros({1, 2, 4, 4}, opts()), zeros({3, 2, 3, 3}, opts()), zeros({3}, opts(DType::F64)));
+  },
+                           {"conv2d", "bias", "f64"});
+  expect_error<DTypeError>(
+      [&] { F::conv2d(zeros({1, 2, 4, 4}, opts(DType::I64)), zeros({3, 2, 3, 3}, opts(DType::I64))); },
+      {"conv2d", "i64"});
+  expect_error<InvalidArgumentError>([&] { F::conv2d(Tensor(), zeros({3, 2, 3, 3}, opts())); }, {"conv2d"});
+}
+
+TEST_P(Conv, OperandsOnDifferentDevicesAreRejected) {
+  if (device().is_cpu()) GTEST_SKIP() << "needs a second device type";
+  expect_error<DeviceMismatchError>([&] { F::conv2d(zeros({1, 2, 4, 4}, opts()), zeros({3, 2, 3, 3})); },
+                                    {"conv2d"});
+  expect_error<DeviceMismatchError>(
+      [&] { F::conv2d(zeros({1, 2, 4, 4}, opts()), zeros({3, 2, 3, 3}, opts()), zeros({3})); }, {"conv2d"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Conv, ::testing::ValuesIn(testing::available_devices()),
+                         [](const auto& info) { return testing::device_test_name(info.param); });
+
+}  // namespace
+}  // namespace strata

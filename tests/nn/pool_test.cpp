@@ -1,0 +1,234 @@
+// max_pool2d, avg_pool2d and adaptive_avg_pool2d on every available device: hand-computed cases, gradients
+// against finite differences (f64), and every argument error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "strata/autograd/gradcheck.h"
+#include "strata/core/error.h"
+#include "strata/nn/functional.h"
+#include "strata/tensor/factories.h"
+#include "strata/tensor/functions.h"
+#include "test_devices.h"
+
+namespace strata {
+namespace {
+
+namespace F = nn::functional;
+using V = std::vector<double>;
+
+std::vector<double> values(int64_t n, std::uint64_t seed) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  std::uint64_t s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    x = static_cast<double>(s >> 11) / static_cast<double>(1ULL << 53) * 2.0 - 1.0;
+  }
+  return v;
+}
+
+class Pool : public ::testing::TestWithParam<Device> {
+ protected:
+  Device device() const { return GetParam(); }
+  TensorOptions opts(DType dtype = DType::F32) const { return TensorOptions(dtype).device(device()); }
+  /// 0, 1, 2, ... in `shape`.
+  Tensor iota(const Shape& shape, DType dtype = DType::F32) const {
+    return arange(numel(shape), TensorOptions(dtype)).reshape(shape).to(device());
+  }
+  Tensor random(const Shape& shape, DType dtype, std::uint64_t seed) const {
+    return tensor<double>(values(numel(shape), seed), shape, device()).to(dtype);
+  }
+  Tensor from(const V& v, const Shape& shape) const { return tensor<double>(v, shape, device()).to(DType::F32); }
+};
+
+void expect_gradcheck(const std::function<Tensor(const Tensor&)>& f, Tensor input, const std::string& what) {
+  input.requires_grad_();
+  const autograd::GradcheckResult r =
+      autograd::gradcheck([&f](const std::vector<Tensor>& x) { return f(x[0]); }, {input});
+  EXPECT_TRUE(r.ok) << what << ": " << r.report;
+}
+
+// --- max_pool2d ---
+
+TEST_P(Pool, MaxPoolTakesEachWindowsMaximum) {
+  const Tensor out = F::max_pool2d(iota({1, 1, 4, 4}), 2);
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 2, 2}));
+  EXPECT_EQ(out.to_vector<double>(), (V{5, 7, 13, 15}));
+  // Overlapping windows (stride 1) and a rectangular kernel.
+  EXPECT_EQ(F::max_pool2d(iota({1, 1, 3, 4}), {2, 3}, 1).to_vector<double>(), (V{6, 7, 10, 11}));
+}
+
+TEST_P(Pool, MaxPoolPaddingCountsAsMinusInfinity) {
+  // All values negative: zero padding would win; -infinity padding never does.
+  const Tensor x = from({-1, -2, -3, -4, -5, -6, -7, -8, -9}, {1, 1, 3, 3});
+  const Tensor out = F::max_pool2d(x, 3, 2, 1);
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 2, 2}));
+  EXPECT_EQ(out.to_vector<double>(), (V{-1, -2, -4, -5}));
+}
+
+TEST_P(Pool, MaxPoolPropagatesNaN) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> out = F::max_pool2d(from({1, nan, 3, 4}, {1, 1, 2, 2}), 2).to_vector<double>();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(std::isnan(out[0]));
+}
+
+TEST_P(Pool, MaxPoolGradientGoesToEachWindowsMaximum) {
+  Tensor x = from({1, 9, 2, 3, 4, 8, 7, 6, 5}, {1, 1, 3, 3});
+  x.requires_grad_();
+  // 2x2 windows with stride 1: maxima 9, 9, 7, 8; the 9 is the maximum of two windows and collects both.
+  const Tensor out = F::max_pool2d(x, 2, 1);
+  EXPECT_EQ(out.to_vector<double>(), (V{9, 9, 7, 8}));
+  sum(out * from({1, 2, 3, 4}, {1, 1, 2, 2})).backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (V{0, 3, 0, 0, 0, 4, 3, 0, 0}));
+}
+
+TEST_P(Pool, MaxPoolPassesGradcheck) {
+  const Tensor x = random({2, 3, 7, 6}, DType::F64, 1);
+  expect_gradcheck([](const Tensor& t) { return F::max_pool2d(t, 2); }, x, "kernel 2");
+  expect_gradcheck([](const Tensor& t) { return F::max_pool2d(t, 3, 2, 1); }, x, "kernel 3 stride 2 padding 1");
+  expect_gradcheck([](const Tensor& t) { return F::max_pool2d(t, {3, 2}, F::Pair(1, 2), {1, 0}); }, x, "rectangular");
+}
+
+// --- avg_pool2d ---
+
+TEST_P(Pool, AvgPoolAveragesEachWindow) {
+  EXPECT_EQ(F::avg_pool2d(iota({1, 1, 4, 4}), 2).to_vector<double>(), (V{2.5, 4.5, 10.5, 12.5}));
+  // Two channels and two samples are pooled independently.
+  const Tensor out = F::avg_pool2d(iota({2, 2, 2, 2}), 2);
+  EXPECT_EQ(out.shape(), (Shape{2, 2, 1, 1}));
+  EXPECT_EQ(out.to_vector<double>(), (V{1.5, 5.5, 9.5, 13.5}));
+}
+
+TEST_P(Pool, AvgPoolCountsPaddingInTheDivisor) {
+  // Ones, 2x2 windows, stride 1, padding 1: each output is (ones in the window) / 4.
+  const Tensor out = F::avg_pool2d(ones({1, 1, 2, 2}, opts()), 2, 1, 1);
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 3, 3}));
+  EXPECT_EQ(out.to_vector<double>(), (V{0.25, 0.5, 0.25, 0.5, 1, 0.5, 0.25, 0.5, 0.25}));
+}
+
+TEST_P(Pool, AvgPoolGradientSpreadsOverEachWindow) {
+  Tensor x = ones({1, 1, 3, 3}, opts());
+  x.requires_grad_();
+  sum(F::avg_pool2d(x, 2, 1)).backward();  // four windows; the centre lies in all of them
+  EXPECT_EQ(x.grad().to_vector<double>(), (V{0.25, 0.5, 0.25, 0.5, 1, 0.5, 0.25, 0.5, 0.25}));
+}
+
+TEST_P(Pool, AvgPoolPassesGradcheck) {
+  const Tensor x = random({2, 3, 7, 6}, DType::F64, 2);
+  expect_gradcheck([](const Tensor& t) { return F::avg_pool2d(t, 2); }, x, "kernel 2");
+  expect_gradcheck([](const Tensor& t) { return F::avg_pool2d(t, 3, 2, 1); }, x, "kernel 3 stride 2 padding 1");
+  expect_gradcheck([](const Tensor& t) { return F::avg_pool2d(t, {2, 3}, F::Pair(1, 2), {1, 1}); }, x, "rectangular");
+}
+
+// --- adaptive_avg_pool2d ---
+
+TEST_P(Pool, AdaptiveAvgPoolWithOverlappingWindows) {
+  // 3 -> 2: windows [0, 2) and [1, 3) in each direction.
+  const Tensor out = F::adaptive_avg_pool2d(iota({1, 1, 3, 3}), 2);
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 2, 2}));
+  EXPECT_EQ(out.to_vector<double>(), (V{2, 3, 5, 6}));
+}
+
+TEST_P(Pool, AdaptiveAvgPoolWithNonDivisibleSizes) {
+  // 5 -> 3 rows: [0, 2), [1, 4), [3, 5); 7 -> 2 columns: [0, 4), [3, 7). Input value = 10 * row + column.
+  std::vector<double> v;
+  for (int r = 0; r < 5; ++r)
+    for (int c = 0; c < 7; ++c) v.push_back(10.0 * r + c);
+  const Tensor out = F::adaptive_avg_pool2d(from(v, {1, 1, 5, 7}), {3, 2});
+  EXPECT_EQ(out.shape(), (Shape{1, 1, 3, 2}));
+  // Row means 0.5, 2, 3.5 (times 10); column means 1.5, 4.5.
+  const std::vector<double> got = out.to_vector<double>();
+  const V want{5 + 1.5, 5 + 4.5, 20 + 1.5, 20 + 4.5, 35 + 1.5, 35 + 4.5};
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+}
+
+TEST_P(Pool, AdaptiveAvgPoolToOneIsTheGlobalMeanAndToTheInputSizeIsIdentity) {
+  const Tensor x = random({2, 3, 5, 4}, DType::F64, 3);
+  const std::vector<double> global = F::adaptive_avg_pool2d(x, 1).to_vector<double>();
+  const std::vector<double> means = mean(x, {2, 3}).to_vector<double>();
+  ASSERT_EQ(global.size(), 6u);
+  for (std::size_t i = 0; i < global.size(); ++i) EXPECT_NEAR(global[i], means[i], 1e-14);
+  EXPECT_EQ(F::adaptive_avg_pool2d(x, {5, 4}).to_vector<double>(), x.to_vector<double>());
+}
+
+TEST_P(Pool, AdaptiveAvgPoolPassesGradcheck) {
+  const Tensor x = random({2, 2, 5, 7}, DType::F64, 4);
+  expect_gradcheck([](const Tensor& t) { return F::adaptive_avg_pool2d(t, {3, 2}); }, x, "5x7 -> 3x2");
+  expect_gradcheck([](const Tensor& t) { return F::adaptive_avg_pool2d(t, {4, 9}); }, x, "5x7 -> 4x9 (upsampling)");
+  expect_gradcheck([](const Tensor& t) { return F::adaptive_avg_pool2d(t, 1); }, x, "global");
+}
+
+// --- every op ---
+
+TEST_P(Pool, NonContiguousInputsAreRead) {
+  const Tensor stored = random({2, 5, 6, 3}, DType::F32, 5);  // NHWC
+  const Tensor x = stored.permute({0, 3, 1, 2});
+  ASSERT_FALSE(x.is_contiguous());
+  const Tensor dense = x.contiguous();
+  EXPECT_EQ(F::max_pool2d(x, 2).to_vector<double>(), F::max_pool2d(dense, 2).to_vector<double>());
+  EXPECT_EQ(F::avg_pool2d(x, 3, 1, 1).to_vector<double>(), F::avg_pool2d(dense, 3, 1, 1).to_vector<double>());
+  EXPECT_EQ(F::adaptive_avg_pool2d(x, 4).to_vector<double>(), F::adaptive_avg_pool2d(dense, 4).to_vector<double>());
+}
+
+TEST_P(Pool, F64AndF32Agree) {
+  const Tensor x = random({2, 3, 9, 8}, DType::F64, 6);
+  const Tensor x32 = x.to(DType::F32);
+  const auto close = [](const Tensor& a, const Tensor& b) {
+    const std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>();
+    ASSERT_EQ(va.size(), vb.size());
+    for (std::size_t i = 0; i < va.size(); ++i) ASSERT_NEAR(va[i], vb[i], 1e-6) << i;
+  };
+  close(F::max_pool2d(x, 3, 2, 1), F::max_pool2d(x32, 3, 2, 1));
+  close(F::avg_pool2d(x, 3, 2, 1), F::avg_pool2d(x32, 3, 2, 1));
+  close(F::adaptive_avg_pool2d(x, {4, 3}), F::adaptive_avg_pool2d(x32, {4, 3}));
+}
+
+template <typename ErrorType, typename Fn>
+void expect_error(Fn f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    FAIL() << "no error; expected one mentioning " << parts.front();
+  } catch (const ErrorType& e) {
+    const std::string message = e.what();
+    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+  }
+}
+
+TEST_P(Pool, BadArgumentsAreRejected) {
+  const Tensor x = zeros({1, 2, 4, 4}, opts());
+  expect_error<ShapeError>([&] { F::max_pool2d(zeros({2, 4, 4}, opts()), 2); }, {"max_pool2d", "4-D", "[2, 4, 4]"});
+  expect_error<ShapeError>([&] { F::avg_pool2d(zeros({2, 4, 4}, opts()), 2); }, {"avg_pool2d", "4-D", "[2, 4, 4]"});
+  expect_error<ShapeError>([&] { F::adaptive_avg_pool2d(zeros({4, 4}, opts()), 2); },
+                           {"adaptive_avg_pool2d", "4-D", "[4, 4]"});
+  expect_error<InvalidArgumentError>([&] { F::max_pool2d(x, 0); }, {"max_pool2d", "kernel size", "(0, 0)"});
+  expect_error<InvalidArgumentError>([&] { F::avg_pool2d(x, 2, F::Pair(0, 1)); }, {"avg_pool2d", "stride", "(0, 1)"});
+  expect_error<InvalidArgumentError>([&] { F::max_pool2d(x, 2, 2, -1); }, {"max_pool2d", "padding", "(-1, -1)"});
+  expect_error<InvalidArgumentError>([&] { F::max_pool2d(x, 2, 2, 2); }, {"max_pool2d", "half the kernel", "(2, 2)"});
+  expect_error<InvalidArgumentError>([&] { F::avg_pool2d(x, 3, 1, {1, 2}); }, {"avg_pool2d", "half the kernel"});
+  expect_error<ShapeError>([&] { F::max_pool2d(x, 5); }, {"max_pool2d", "larger than the padded input", "[1, 2, 4, 4]"});
+  expect_error<ShapeError>([&] { F::avg_pool2d(x, {2, 7}, 1, {1, 1}); }, {"avg_pool2d", "larger than the padded input"});
+  expect_error<InvalidArgumentError>([&] { F::adaptive_avg_pool2d(x, {0, 2}); },
+                                     {"adaptive_avg_pool2d", "output size", "(0, 2)"});
+  expect_error<DTypeError>([&] { F::max_pool2d(zeros({1, 1, 2, 2}, opts(DType::I64)), 2); }, {"max_pool2d", "i64"});
+  expect_error<DTypeError>([&] { F::adaptive_avg_pool2d(zeros({1, 1, 2, 2}, opts(DType::I32)), 1); },
+                           {"adaptive_avg_pool2d", "i32"});
+  expect_error<InvalidArgumentError>([&] { F::avg_pool2d(Tensor(), 2); }, {"avg_pool2d"});
+}
+
+TEST_P(Pool, EmptyBatchGivesAnEmptyOutput) {
+  EXPECT_EQ(F::max_pool2d(zeros({0, 3, 4, 4}, opts()), 2).shape(), (Shape{0, 3, 2, 2}));
+  EXPECT_EQ(F::avg_pool2d(zeros({2, 0, 4, 4}, opts()), 2).shape(), (Shape{2, 0, 2, 2}));
+  EXPECT_EQ(F::adaptive_avg_pool2d(zeros({0, 3, 4, 4}, opts()), 3).shape(), (Shape{0, 3, 3, 3}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Pool, ::testing::ValuesIn(testing::available_devices()),
+                         [](const auto& info) { return testing::device_test_name(info.param); });
+
+}  // namespace
+}  // namespace strata
