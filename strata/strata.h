@@ -38,6 +38,16 @@
 #include "strata/autograd/gradcheck.h"
 #include "strata/autograd/node.h"
 
+// nn and optim
+#include "strata/nn/functional.h"
+#include "strata/nn/init.h"
+#include "strata/nn/layers.h"
+#include "strata/nn/module.h"
+#include "strata/optim/adam.h"
+#include "strata/optim/lr_scheduler.h"
+#include "strata/optim/optimizer.h"
+#include "strata/optim/sgd.h"
+
 // data and io
 #include "strata/data/dataloader.h"
 #include "strata/data/dataset.h"

@@ -35,7 +35,7 @@ Tensor avg_pool2d(const Tensor& input, Pair kernel, std::optional<Pair> stride =
 /// Average pooling to a fixed output size (PyTorch's adaptive window bounds).
 Tensor adaptive_avg_pool2d(const Tensor& input, Pair output_size);
 
-// --- linear.cpp ---
+// --- linear.cpp, embedding.cpp, dropout.cpp ---
 /// input [..., in] @ weight[out, in]^T + bias[out].
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
 /// Rows of `weight` [num, dim] picked by the integer `indices` (any shape) -> [..., dim]; an index out of range

@@ -1,0 +1,157 @@
+#include "trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "strata/core/error.h"
+#include "strata/tensor/factories.h"
+#include "test_devices.h"
+#include "test_files.h"
+
+namespace strata {
+namespace {
+
+using train::Recipe;
+using train::Trainer;
+using train::TrainOptions;
+
+// n 28x28 u8 images in 10 classes that a small CNN separates quickly: class k is a bright bar on rows 2k+2..2k+4
+// over noise.
+std::shared_ptr<data::TensorDataset> bars(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> pixels(static_cast<std::size_t>(n * 28 * 28));
+  std::vector<int64_t> labels(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = static_cast<int64_t>(rng() % 10);
+    labels[static_cast<std::size_t>(i)] = k;
+    uint8_t* img = pixels.data() + i * 28 * 28;
+    for (int64_t p = 0; p < 28 * 28; ++p) img[p] = static_cast<uint8_t>(rng() % 64);
+    for (int64_t r = 2 * k + 2; r < 2 * k + 5; ++r) {
+      for (int64_t c = 4; c < 24; ++c) img[r * 28 + c] = 255;
+    }
+  }
+  return std::make_shared<data::TensorDataset>(tensor<uint8_t>(pixels, {n, 28, 28}), tensor<int64_t>(labels, {n}));
+}
+
+TrainOptions small_run(Recipe recipe, int64_t epochs) {
+  TrainOptions o;
+  o.recipe = recipe;
+  o.epochs = epochs;
+  o.batch_size = 32;
+  o.seed = 7;
+  o.lr = recipe == Recipe::Reference ? 0.05 : 0.003;
+  return o;
+}
+
+class TrainJob : public ::testing::TestWithParam<Device> {};
+
+TEST_P(TrainJob, LossFallsAndTheNetworkLearnsTheBars) {
+  TrainOptions o = small_run(Recipe::Reference, 4);
+  o.device = GetParam();
+  Trainer trainer(o, bars(320, 1), bars(200, 2));
+  const std::vector<train::EpochReport> reports = trainer.run();
+  ASSERT_EQ(reports.size(), 4u);
+  EXPECT_LT(reports.back().train_loss, 0.5 * reports.front().train_loss);
+  EXPECT_GT(reports.back().test_accuracy, 0.8);
+  EXPECT_EQ(reports.back().epoch, 4);
+  EXPECT_GT(reports.back().images_per_second, 0);
+  EXPECT_GT(reports.back().peak_memory_bytes, 0);
+}
+
+// Model state as host vectors, by name.
+std::map<std::string, std::vector<double>> snapshot(const Trainer& t) {
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& [name, tensor] : t.model_state()) out[name] = tensor.to(DType::F64).to_vector<double>();
+  return out;
+}
+
+void expect_resume_equals_uninterrupted(Recipe recipe, Device device) {
+  testing::TempDir dir;
+  TrainOptions whole = small_run(recipe, 2);
+  whole.device = device;
+  Trainer uninterrupted(whole, bars(160, 3), bars(64, 4));
+  const auto full_reports = uninterrupted.run();
+
+  // The interrupted run stops after its first epoch's checkpoint.
+  TrainOptions first = whole;
+  first.checkpoint = dir.path() / "ckpt.safetensors";
+  Trainer(first, bars(160, 3), bars(64, 4)).run_epoch();
+
+  TrainOptions second = whole;
+  second.checkpoint = first.checkpoint;
+  second.resume = true;
+  Trainer resumed(second, bars(160, 3), bars(64, 4));
+  EXPECT_EQ(resumed.epochs_done(), 1);
+  const auto resumed_reports = resumed.run();
+  ASSERT_EQ(resumed_reports.size(), 1u);
+  EXPECT_EQ(resumed_reports[0].epoch, 2);
+  EXPECT_EQ(resumed_reports[0].train_loss, full_reports[1].train_loss);
+  EXPECT_EQ(snapshot(resumed), snapshot(uninterrupted));
+}
+
+TEST_P(TrainJob, ResumeEqualsUninterruptedWithSgd) { expect_resume_equals_uninterrupted(Recipe::Reference, GetParam()); }
+
+TEST_P(TrainJob, ResumeEqualsUninterruptedWithAdamScheduleAndAugmentation) {
+  expect_resume_equals_uninterrupted(Recipe::Fast, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, TrainJob, ::testing::ValuesIn(testing::available_devices()),
+                         [](const auto& info) { return testing::device_test_name(info.param); });
+
+TEST(TrainJobCheckpoint, ResumeWithOtherSettingsIsRefused) {
+  testing::TempDir dir;
+  TrainOptions o = small_run(Recipe::Reference, 1);
+  o.checkpoint = dir.path() / "ckpt.safetensors";
+  Trainer(o, bars(64, 3), bars(32, 4)).run();
+  o.seed = 8;
+  o.resume = true;
+  try {
+    Trainer(o, bars(64, 3), bars(32, 4));
+    FAIL() << "a checkpoint of another seed was accepted";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("seed 7"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TrainJobCheckpoint, CorruptCheckpointIsAnIOErrorNamingTheFile) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "ckpt.safetensors";
+  testing::write_file(path, {1, 2, 3});
+  TrainOptions o = small_run(Recipe::Reference, 1);
+  o.checkpoint = path;
+  o.resume = true;
+  try {
+    Trainer(o, bars(64, 3), bars(32, 4));
+    FAIL() << "a corrupt checkpoint was accepted";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("ckpt.safetensors"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TrainJobCheckpoint, ResumeWithoutACheckpointFileStartsFresh) {
+  testing::TempDir dir;
+  TrainOptions o = small_run(Recipe::Reference, 1);
+  o.checkpoint = dir.path() / "none-yet.safetensors";
+  o.resume = true;
+  Trainer t(o, bars(64, 3), bars(32, 4));
+  EXPECT_EQ(t.epochs_done(), 0);
+  t.run();
+  EXPECT_TRUE(std::filesystem::exists(*o.checkpoint));
+}
+
+TEST(TrainJobOptions, BadOptionsAreRejected) {
+  TrainOptions o = small_run(Recipe::Reference, 0);
+  EXPECT_THROW(Trainer(o, bars(8, 1), bars(8, 1)), InvalidArgumentError);
+  o.epochs = 1;
+  o.batch_size = 0;
+  EXPECT_THROW(Trainer(o, bars(8, 1), bars(8, 1)), InvalidArgumentError);
+  o.batch_size = 4;
+  o.resume = true;  // without a checkpoint
+  EXPECT_THROW(Trainer(o, bars(8, 1), bars(8, 1)), InvalidArgumentError);
+  o.resume = false;
+  EXPECT_THROW(Trainer(o, nullptr, bars(8, 1)), InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,92 @@
+#pragma once
+
+// The training job behind strata-train: the reference Fashion-MNIST network, its two recipes, per-epoch
+// evaluation, and checkpoints that let a run resume to exactly the result of an uninterrupted one. A library (not
+// the main) so that tests/tools/train_test.cpp runs the same code on a few hundred images.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strata/core/device.h"
+#include "strata/data/dataset.h"
+
+namespace strata::train {
+
+/// How the network is trained. `Reference` is the fixed recipe (SGD lr 0.01, momentum 0.9, no
+/// augmentation), to compare with LibTorch; `Fast` is `make run`'s (Adam with a cosine schedule and light
+/// augmentation).
+enum class Recipe { Reference, Fast };
+
+struct TrainOptions {
+  Recipe recipe = Recipe::Reference;
+  int64_t epochs = 3;
+  int64_t batch_size = 64;
+  /// Learning rate; unset means the recipe's (0.01 for Reference, 0.002 for Fast).
+  std::optional<double> lr;
+  uint64_t seed = 0;
+  Device device = kCPU;
+  /// Written at the end of every epoch (atomically) when set.
+  std::optional<std::filesystem::path> checkpoint;
+  /// Continue from `checkpoint` when it exists.
+  bool resume = false;
+};
+
+/// What one epoch did. Loss and accuracy are accumulated on the device and read once, at the end of the epoch.
+struct EpochReport {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0;
+  double train_accuracy = 0;
+  double test_accuracy = 0;
+  double seconds = 0;
+  double images_per_second = 0;
+  int64_t peak_memory_bytes = 0;
+  /// Host<->device copies and synchronisations during the epoch (Strata's counters).
+  int64_t synchronizations = 0;
+};
+
+/// Called after each training step with (step within the epoch, steps per epoch), for a progress bar.
+using StepCallback = std::function<void(int64_t step, int64_t steps)>;
+
+/// The reference network: Conv(1->32,3x3,pad 1)-ReLU-MaxPool(2) -> Conv(32->64,3x3,pad 1)-ReLU-MaxPool(2) -> Flatten
+/// -> Linear(3136->128)-ReLU -> Linear(128->10), for [N, 1, 28, 28] inputs.
+class Network;
+
+class Trainer {
+ public:
+  /// `train_set` and `test_set` hold u8 or f32 images [N, 28, 28] and i64 labels in host memory.
+  Trainer(TrainOptions options, std::shared_ptr<const data::Dataset> train_set,
+          std::shared_ptr<const data::Dataset> test_set);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Epochs already done (after a resume, those of the checkpoint).
+  int64_t epochs_done() const { return epochs_done_; }
+  /// Trains one epoch, evaluates, and writes the checkpoint when one is set.
+  EpochReport run_epoch(const StepCallback& on_step = nullptr);
+  /// Trains until options.epochs are done.
+  std::vector<EpochReport> run(const StepCallback& on_step = nullptr,
+                               const std::function<void(const EpochReport&)>& on_epoch = nullptr);
+  /// Accuracy on `set` in [0, 1], in inference mode.
+  double evaluate(const data::Dataset& set);
+  /// The model's parameters and buffers by name, on the training device.
+  std::vector<std::pair<std::string, Tensor>> model_state() const;
+  const TrainOptions& options() const { return options_; }
+
+ private:
+  void save_checkpoint() const;
+  void load_checkpoint();
+
+  TrainOptions options_;
+  std::shared_ptr<const data::Dataset> train_set_;
+  std::shared_ptr<const data::Dataset> test_set_;
+  std::unique_ptr<Network> network_;
+  int64_t epochs_done_ = 0;
+};
+
+}  // namespace strata::train
