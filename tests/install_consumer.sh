@@ -25,7 +25,10 @@ grep -q "^device cpu: ." <<<"$output" || fail "no cpu device line"
 grep -Eq "^device cuda:0: .|^cuda unavailable: ." <<<"$output" || fail "neither a GPU nor the reason for none"
 grep -q "^allocated 1048576 bytes on cpu" <<<"$output" || fail "no allocation line"
 grep -q "^sum of squares: 55$" <<<"$output" || fail "wrong sum of squares"
-ldd "$work/build/consumer" | grep -q "$work/prefix/lib/libstrata.so" || fail "consumer does not use the installed libstrata"
+# Captured first: grep -q stops reading early, and under pipefail the SIGPIPE that ldd then gets fails the pipe.
+libs=$(ldd "$work/build/consumer")
+grep -q "$work/prefix/lib/libstrata.so" <<<"$libs" ||
+  fail "consumer does not use the installed libstrata"
 
 smi=$("$work/prefix/bin/strata-smi") || fail "the installed strata-smi exited non-zero"
 grep -q "^cpu " <<<"$smi" || fail "the installed strata-smi lists no cpu:"$'\n'"$smi"
