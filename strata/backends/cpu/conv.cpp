@@ -19,6 +19,7 @@
 
 #include "strata/core/error.h"
 #include "strata/ops/dnn_kernels.h"
+#include "strata/runtime/allocator.h"
 #include "strata/runtime/parallel.h"
 
 namespace strata::cpu {
@@ -237,8 +238,15 @@ struct OneDnnConv {
     }
   }
 
+  /// Scratchpads come from our caching allocator (run_onednn), not from fresh pages per call.
+  static dnnl::primitive_attr attr() {
+    dnnl::primitive_attr a;
+    a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return a;
+  }
+
   dnnl::convolution_forward::primitive_desc forward(bool relu) const {
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = OneDnnConv::attr();
     if (relu) {
       dnnl::post_ops post;
       post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
@@ -251,11 +259,13 @@ struct OneDnnConv {
   }
   dnnl::convolution_backward_data::primitive_desc backward_data() const {
     return {{dnnl::algorithm::convolution_direct, src, weights, dst, strides, dilates, pad_l, pad_r},
+            attr(),
             cpu_engine(),
             forward(false)};
   }
   dnnl::convolution_backward_weights::primitive_desc backward_weight() const {
     return {{dnnl::algorithm::convolution_direct, src, weights, bias, dst, strides, dilates, pad_l, pad_r},
+            attr(),
             cpu_engine(),
             forward(false)};
   }
@@ -271,6 +281,7 @@ struct Relayout {
 
 struct CachedPass {
   dnnl::primitive primitive;
+  dnnl::memory::desc scratchpad;
   std::vector<Relayout> relayouts;
 };
 
@@ -281,7 +292,7 @@ bool is_output(int arg) {
 template <typename Primitive>
 CachedPass make_pass(const typename Primitive::primitive_desc& pd, const OneDnnConv& plain,
                      std::initializer_list<int> args) {
-  CachedPass pass{Primitive(pd), {}};
+  CachedPass pass{Primitive(pd), pd.scratchpad_desc(), {}};
   for (const int arg : args) {
     const dnnl::memory::desc inner = pd.query_md(dnnl::query::exec_arg_md, arg);
     const dnnl::memory::desc& ours = plain.of(arg);
@@ -332,8 +343,16 @@ void run_onednn(const char* op, const ConvShape& s, Pass pass, bool with_bias, c
       ours.emplace(id, dnnl::memory(plain.of(id), cpu_engine(), view->ptr<float>()));
     }
     memories = ours;
+    // oneDNN's own buffers would be fresh pages on every call, whose first touch costs more than the convolution;
+    // ours come from the caching allocator (Note [The caching allocator]) and live until the pass has run.
+    std::vector<DataPtr> buffers;
+    const auto buffer = [&](const dnnl::memory::desc& desc) {
+      buffers.push_back(allocate(kCPU, desc.get_size()));
+      return dnnl::memory(desc, cpu_engine(), buffers.back().get());
+    };
+    if (cached.scratchpad.get_size() != 0) memories[DNNL_ARG_SCRATCHPAD] = buffer(cached.scratchpad);
     for (const Relayout& r : cached.relayouts) {
-      dnnl::memory inner(r.inner, cpu_engine());
+      dnnl::memory inner = buffer(r.inner);
       if (!r.output) r.reorder.execute(stream, ours.at(r.arg), inner);
       memories[r.arg] = inner;
     }

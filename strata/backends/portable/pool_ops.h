@@ -5,9 +5,12 @@
 // instead of scatter: one thread per input element sums the outputs whose windows hold it, so there are no atomics
 // and the result does not depend on thread order.
 
+#include <algorithm>
+
 #include "strata/backends/portable/copy_fill.h"
 #include "strata/backends/portable/reduce_accumulators.h"
 #include "strata/ops/dnn_kernels.h"
+#include "strata/runtime/parallel.h"
 
 namespace strata::portable {
 inline namespace STRATA_KERNEL_NS {
@@ -44,29 +47,43 @@ struct MaxPoolForward {
   const T* in;
   PoolPlanes g;
   ops::Pool2dParams p;
-  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+  // Output (oh, ow) of one plane: its maximum, and where in the plane it is.
+  STRATA_HOST_DEVICE void window(const T* x, int64_t oh, int64_t ow, T& result, int64_t& where) const {
     using C = CompareType<T>;
-    const int64_t ow = i % g.ow, oh = (i / g.ow) % g.oh, plane = i / (g.ow * g.oh);
-    const T* x = in + plane * g.h * g.w;
     const int64_t h0 = max_of(oh * p.stride_h - p.pad_h, 0), w0 = max_of(ow * p.stride_w - p.pad_w, 0);
     const int64_t h1 = min_of(oh * p.stride_h - p.pad_h + p.kernel_h, g.h);
     const int64_t w1 = min_of(ow * p.stride_w - p.pad_w + p.kernel_w, g.w);
+    // The first NaN wins, as in PyTorch. Branch-free: on real data each comparison is a coin toss, and
+    // mispredicted branches cost more than the loads. `at` moves by a mask; `best` is a plain max.
     C best = -math::inf<C>();
     int64_t at = h0 * g.w + w0;
     bool nan = false;
-    for (int64_t h = h0; h < h1 && !nan; ++h) {
+    for (int64_t h = h0; h < h1; ++h) {
       for (int64_t w = w0; w < w1; ++w) {
         const C v = kernels::convert<C>(x[h * g.w + w]);
-        if (v > best || math::is_nan(v)) {  // a NaN wins, as in PyTorch
-          best = v;
-          at = h * g.w + w;
-          nan = math::is_nan(v);
-          if (nan) break;
-        }
+        const bool first_nan = math::is_nan(v) & !nan;
+        const bool take = ((v > best) & !nan) | first_nan;
+        at ^= (at ^ (h * g.w + w)) & -static_cast<int64_t>(take);
+        best = v > best ? v : best;
+        nan |= first_nan;
       }
     }
-    out[i] = kernels::convert<T>(best);
-    indices[i] = at;
+    result = nan ? x[at] : kernels::convert<T>(best);
+    where = at;
+  }
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t ow = i % g.ow, oh = (i / g.ow) % g.oh, plane = i / (g.ow * g.oh);
+    window(in + plane * g.h * g.w, oh, ow, out[i], indices[i]);
+  }
+  /// The CPU schedule: whole planes, without the per-element index arithmetic.
+  void plane(int64_t k) const {
+    const T* x = in + k * g.h * g.w;
+    const int64_t base = k * g.oh * g.ow;
+    for (int64_t oh = 0; oh < g.oh; ++oh) {
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        window(x, oh, ow, out[base + oh * g.ow + ow], indices[base + oh * g.ow + ow]);
+      }
+    }
   }
 };
 
@@ -91,6 +108,18 @@ struct MaxPoolBackward {
       }
     }
     grad_in[i] = kernels::convert<T>(sum);
+  }
+  /// The CPU schedule: one thread owns a whole plane, so it may scatter each output's gradient to its argmax
+  /// (O(outputs), no search); same sums as the gather above.
+  void plane(int64_t k) const {
+    using A = AccType<T>;
+    T* gi = grad_in + k * g.h * g.w;
+    const T* go = grad_out + k * g.oh * g.ow;
+    const int64_t* at = indices + k * g.oh * g.ow;
+    for (int64_t j = 0; j < g.h * g.w; ++j) gi[j] = kernels::convert<T>(A(0));
+    for (int64_t o = 0; o < g.oh * g.ow; ++o) {
+      gi[at[o]] = kernels::convert<T>(kernels::convert<A>(gi[at[o]]) + kernels::convert<A>(go[o]));
+    }
   }
 };
 
@@ -176,6 +205,23 @@ struct AdaptiveAvgPoolBackward {
   }
 };
 
+/// Runs `f` over `n` elements: on a GPU one thread per element (operator()), on the CPU whole planes
+/// (F::plane) on the thread pool.
+template <typename F>
+void for_planes(const kernels::LaunchSite& site, int64_t n, int64_t planes, const F& f) {
+#if defined(__CUDACC__)
+  (void)planes;
+  kernels::forall(site, n, f);
+#else
+  if (!site.device.is_cpu()) kernels::detail::throw_host_only(site);
+  if (n == 0) return;
+  const int64_t grain = std::max<int64_t>(1, kernels::kCpuGrain / std::max<int64_t>(1, n / planes));
+  parallel_for(planes, grain, [&f](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) f.plane(k);
+  });
+#endif
+}
+
 /// Calls Visitor<T>::run(args...) for the floating dtypes pooling supports.
 template <template <typename> class Visitor, typename... Args>
 void dispatch_floating(const ops::OpCall& call, DType dtype, Args&&... args) {
@@ -192,17 +238,17 @@ template <typename T>
 struct MaxPool {
   static void run(const ops::OpCall& call, const TensorView& out, const TensorView& indices, const TensorView& in,
                   const ops::Pool2dParams& p) {
-    kernels::forall(site_of(call, "max_pool2d"), out.numel(),
-                    MaxPoolForward<T>{out.ptr<T>(), indices.ptr<int64_t>(), in.ptr<T>(), PoolPlanes::of(in, out), p});
+    for_planes(site_of(call, "max_pool2d"), out.numel(), out.shape[0] * out.shape[1],
+               MaxPoolForward<T>{out.ptr<T>(), indices.ptr<int64_t>(), in.ptr<T>(), PoolPlanes::of(in, out), p});
   }
 };
 template <typename T>
 struct MaxPoolGrad {
   static void run(const ops::OpCall& call, const TensorView& grad_in, const TensorView& grad_out,
                   const TensorView& indices, const ops::Pool2dParams& p) {
-    kernels::forall(site_of(call, "max_pool2d_backward"), grad_in.numel(),
-                    MaxPoolBackward<T>{grad_in.ptr<T>(), grad_out.ptr<T>(), indices.ptr<int64_t>(),
-                                       PoolPlanes::of(grad_in, grad_out), p});
+    for_planes(site_of(call, "max_pool2d_backward"), grad_in.numel(), grad_in.shape[0] * grad_in.shape[1],
+               MaxPoolBackward<T>{grad_in.ptr<T>(), grad_out.ptr<T>(), indices.ptr<int64_t>(),
+                                  PoolPlanes::of(grad_in, grad_out), p});
   }
 };
 template <typename T>
