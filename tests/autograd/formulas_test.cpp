@@ -4,17 +4,17 @@
 #include <cmath>
 
 #include "strata/autograd/grad_mode.h"
-#include "strata/autograd/gradcheck.h"
 #include "strata/core/error.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/random.h"
+#include "test_checks.h"
 
 namespace strata {
 namespace {
 
 using Inputs = std::vector<Tensor>;
-using Fn = std::function<Tensor(const Inputs&)>;
+using testing::expect_gradcheck;
 
 class Formulas : public ::testing::Test {
  protected:
@@ -41,17 +41,6 @@ Tensor transposed_leaf(const Shape& shape) {
   EXPECT_FALSE(t.is_contiguous());
   t.requires_grad_();
   return t;
-}
-
-void expect_gradcheck(const Fn& f, const Inputs& inputs) {
-  // gradcheck builds its projection vector with tensor<double>(v, out.shape()), which reads an empty shape as
-  // "1-D": 0-d results are checked as shape [1].
-  const Fn wrapped = [f](const Inputs& x) {
-    Tensor out = f(x);
-    return out.dim() == 0 ? out.reshape({1}) : out;
-  };
-  const autograd::GradcheckResult r = autograd::gradcheck(wrapped, inputs);
-  EXPECT_TRUE(r.ok) << r.report;
 }
 
 TEST_F(Formulas, BinaryArithmeticWithBroadcasting) {

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "strata/autograd/gradcheck.h"
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
+#include "test_checks.h"
 #include "test_devices.h"
 
 namespace strata {
@@ -20,20 +20,9 @@ namespace {
 
 namespace F = nn::functional;
 
-// Deterministic values in [-1, 1): the same inputs on every device.
-std::vector<double> values(int64_t n, std::uint64_t seed) {
-  std::vector<double> v(static_cast<std::size_t>(n));
-  std::uint64_t s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-  for (auto& x : v) {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    x = static_cast<double>(s >> 11) / static_cast<double>(1ULL << 53) * 2.0 - 1.0;
-  }
-  return v;
-}
-
-Tensor random(const Shape& shape, DType dtype, Device device, std::uint64_t seed) {
-  return tensor<double>(values(numel(shape), seed), shape, device).to(dtype);
-}
+using testing::deterministic_tensor;
+using testing::expect_error;
+using testing::expect_gradcheck;
 
 struct Config {
   const char* name;
@@ -95,9 +84,9 @@ class Conv : public ::testing::TestWithParam<Device> {
   };
   Operands operands(const Config& c, DType dtype, std::uint64_t seed = 1) const {
     Operands o;
-    o.input = random({c.n, c.c, c.h, c.w}, dtype, device(), seed);
-    o.weight = random({c.o, c.c / c.groups, c.kh, c.kw}, dtype, device(), seed + 1);
-    if (c.bias) o.bias = random({c.o}, dtype, device(), seed + 2);
+    o.input = deterministic_tensor({c.n, c.c, c.h, c.w}, dtype, device(), seed);
+    o.weight = deterministic_tensor({c.o, c.c / c.groups, c.kh, c.kw}, dtype, device(), seed + 1);
+    if (c.bias) o.bias = deterministic_tensor({c.o}, dtype, device(), seed + 2);
     return o;
   }
   static Tensor run(const Operands& o, const Config& c, bool relu = false) {
@@ -131,9 +120,9 @@ TEST_P(Conv, MatchesTheNestedLoopReference) {
 TEST_P(Conv, NonContiguousInputsMatchTheReference) {
   const Config c{"strided", 2, 3, 6, 7, 4, 3, 3, 1, 1};
   // Input stored as [N, H, W, C] and permuted to NCHW; weight stored [O, kH, kW, C] likewise.
-  const Tensor input = random({c.n, c.h, c.w, c.c}, DType::F32, device(), 7).permute({0, 3, 1, 2});
-  const Tensor weight = random({c.o, c.kh, c.kw, c.c}, DType::F32, device(), 8).permute({0, 3, 1, 2});
-  const Tensor bias = random({2 * c.o}, DType::F32, device(), 9).slice(0, 0, std::nullopt, 2);
+  const Tensor input = deterministic_tensor({c.n, c.h, c.w, c.c}, DType::F32, device(), 7).permute({0, 3, 1, 2});
+  const Tensor weight = deterministic_tensor({c.o, c.kh, c.kw, c.c}, DType::F32, device(), 8).permute({0, 3, 1, 2});
+  const Tensor bias = deterministic_tensor({2 * c.o}, DType::F32, device(), 9).slice(0, 0, std::nullopt, 2);
   ASSERT_FALSE(input.is_contiguous());
   ASSERT_FALSE(weight.is_contiguous());
   ASSERT_FALSE(bias.is_contiguous());
@@ -151,12 +140,11 @@ TEST_P(Conv, GradientsPassGradcheck) {
     Operands o = operands(c, DType::F64, 11);
     std::vector<Tensor> inputs{o.input.requires_grad_(), o.weight.requires_grad_()};
     if (c.bias) inputs.push_back(o.bias.requires_grad_());
-    const autograd::GradcheckResult r = autograd::gradcheck(
+    expect_gradcheck(
         [c](const std::vector<Tensor>& x) {
           return F::conv2d(x[0], x[1], x.size() > 2 ? x[2] : Tensor(), c.stride, c.padding, c.dilation, c.groups);
         },
-        inputs);
-    EXPECT_TRUE(r.ok) << describe(c) << ": " << r.report;
+        inputs, describe(c));
   }
 }
 
@@ -184,7 +172,7 @@ TEST_P(Conv, F32GradientsMatchTheF64Path) {
       o->weight.requires_grad_();
       if (c.bias) o->bias.requires_grad_();
       const Tensor out = run(*o, c);
-      sum(out * random(out.shape(), out.dtype(), device(), 99)).backward();
+      sum(out * deterministic_tensor(out.shape(), out.dtype(), device(), 99)).backward();
     }
     expect_close(o32.input.grad().to_vector<double>(), o64.input.grad().to_vector<double>(), 1e-4,
                  describe(c) + " input grad");
@@ -216,25 +204,12 @@ TEST_P(Conv, ReluFusedGradientsPassGradcheck) {
     Operands o = operands(c, DType::F64, 41);
     std::vector<Tensor> inputs{o.input.requires_grad_(), o.weight.requires_grad_()};
     if (c.bias) inputs.push_back(o.bias.requires_grad_());
-    const autograd::GradcheckResult r = autograd::gradcheck(
+    expect_gradcheck(
         [c](const std::vector<Tensor>& x) {
           return F::conv2d_relu(x[0], x[1], x.size() > 2 ? x[2] : Tensor(), c.stride, c.padding, c.dilation,
                                 c.groups);
         },
-        inputs);
-    EXPECT_TRUE(r.ok) << describe(c) << ": " << r.report;
-  }
-}
-
-// Runs `f`, expects ErrorType, and checks that the message names the op and every one of `parts`.
-template <typename ErrorType, typename Fn>
-void expect_error(Fn f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL() << "no error; expected one mentioning " << parts.front();
-  } catch (const ErrorType& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
+        inputs, describe(c));
   }
 }
 

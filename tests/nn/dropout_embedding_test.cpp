@@ -4,51 +4,27 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "strata/autograd/gradcheck.h"
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
 #include "strata/runtime/stream.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/random.h"
+#include "test_checks.h"
 #include "test_devices.h"
+#include "test_fixtures.h"
 
 namespace strata {
 namespace {
 
 namespace F = nn::functional;
 using Inputs = std::vector<Tensor>;
+using testing::expect_gradcheck;
 
-class DropoutEmbedding : public ::testing::TestWithParam<Device> {
- protected:
-  void SetUp() override { default_generator(device()).manual_seed(42); }
-  Device device() const { return GetParam(); }
-  TensorOptions f32() const { return TensorOptions(DType::F32).device(device()); }
-  Tensor leaf(const Shape& shape) const {
-    Tensor t = randn(shape, TensorOptions(DType::F64).device(device()));
-    t.requires_grad_();
-    return t;
-  }
-  template <typename Fn>
-  std::string assert_message(Fn&& f) {
-    try {
-      f();
-      synchronize(device());
-    } catch (const DeviceAssertError& e) {
-      return e.what();
-    }
-    return "";
-  }
-};
-
-void expect_gradcheck(const std::function<Tensor(const Inputs&)>& f, const Inputs& inputs) {
-  const autograd::GradcheckResult r = autograd::gradcheck(f, inputs);
-  EXPECT_TRUE(r.ok) << r.report;
-}
+class DropoutEmbedding : public testing::SeededDeviceTest {};
 
 // --- dropout ---
 

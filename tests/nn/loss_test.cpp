@@ -3,18 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "strata/autograd/gradcheck.h"
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
 #include "strata/runtime/stream.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/random.h"
+#include "test_checks.h"
 #include "test_devices.h"
+#include "test_fixtures.h"
 
 namespace strata {
 namespace {
@@ -22,47 +22,15 @@ namespace {
 namespace F = nn::functional;
 using F::Reduction;
 using Inputs = std::vector<Tensor>;
+using testing::expect_gradcheck;
+using testing::expect_near;
 
-class Losses : public ::testing::TestWithParam<Device> {
+class Losses : public testing::SeededDeviceTest {
  protected:
-  void SetUp() override { default_generator(device()).manual_seed(42); }
-  Device device() const { return GetParam(); }
-  TensorOptions f32() const { return TensorOptions(DType::F32).device(device()); }
   Tensor labels(const std::vector<int64_t>& values, const Shape& shape = {}) const {
     return tensor<int64_t>(values, shape, device());
   }
-  Tensor leaf(const Shape& shape) const {
-    Tensor t = randn(shape, TensorOptions(DType::F64).device(device()));
-    t.requires_grad_();
-    return t;
-  }
-  // Runs a loss whose kernel should fail, and waits for its device-side assert.
-  template <typename Fn>
-  std::string assert_message(Fn&& f) {
-    try {
-      f();
-      synchronize(device());
-    } catch (const DeviceAssertError& e) {
-      return e.what();
-    }
-    return "";
-  }
 };
-
-void expect_near(const std::vector<float>& actual, const std::vector<double>& expected, double tol = 1e-5) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (std::size_t i = 0; i < actual.size(); ++i) EXPECT_NEAR(actual[i], expected[i], tol) << "element " << i;
-}
-
-void expect_gradcheck(const std::function<Tensor(const Inputs&)>& f, const Inputs& inputs) {
-  const autograd::GradcheckResult r = autograd::gradcheck(
-      [f](const Inputs& x) {
-        const Tensor out = f(x);
-        return out.dim() == 0 ? out.reshape({1}) : out;
-      },
-      inputs);
-  EXPECT_TRUE(r.ok) << r.report;
-}
 
 /// Per-row cross-entropy computed with std::log: (1 - ls) * -log p_t + ls * mean_c(-log p_c).
 std::vector<double> reference(const std::vector<std::vector<double>>& rows, const std::vector<int64_t>& target,

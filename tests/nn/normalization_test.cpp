@@ -2,51 +2,27 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "strata/autograd/gradcheck.h"
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/random.h"
+#include "test_checks.h"
 #include "test_devices.h"
+#include "test_fixtures.h"
 
 namespace strata {
 namespace {
 
 namespace F = nn::functional;
 using Inputs = std::vector<Tensor>;
+using testing::expect_gradcheck;
+using testing::expect_near;
 
-class Normalization : public ::testing::TestWithParam<Device> {
- protected:
-  void SetUp() override { default_generator(device()).manual_seed(42); }
-  Device device() const { return GetParam(); }
-  TensorOptions f32() const { return TensorOptions(DType::F32).device(device()); }
-  /// A standard-normal f64 leaf that requires grad.
-  Tensor leaf(const Shape& shape) const {
-    Tensor t = randn(shape, TensorOptions(DType::F64).device(device()));
-    t.requires_grad_();
-    return t;
-  }
-};
-
-void expect_near(const std::vector<float>& actual, const std::vector<double>& expected, double tol = 1e-5) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (std::size_t i = 0; i < actual.size(); ++i) EXPECT_NEAR(actual[i], expected[i], tol) << "element " << i;
-}
-
-void expect_gradcheck(const std::function<Tensor(const Inputs&)>& f, const Inputs& inputs) {
-  const autograd::GradcheckResult r = autograd::gradcheck(
-      [f](const Inputs& x) {
-        const Tensor out = f(x);
-        return out.dim() == 0 ? out.reshape({1}) : out;
-      },
-      inputs);
-  EXPECT_TRUE(r.ok) << r.report;
-}
+class Normalization : public testing::SeededDeviceTest {};
 
 constexpr double kEps = 1e-5;
 

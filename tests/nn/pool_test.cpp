@@ -4,16 +4,15 @@
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
-#include "strata/autograd/gradcheck.h"
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
+#include "test_checks.h"
 #include "test_devices.h"
 
 namespace strata {
@@ -21,16 +20,10 @@ namespace {
 
 namespace F = nn::functional;
 using V = std::vector<double>;
-
-std::vector<double> values(int64_t n, std::uint64_t seed) {
-  std::vector<double> v(static_cast<std::size_t>(n));
-  std::uint64_t s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-  for (auto& x : v) {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    x = static_cast<double>(s >> 11) / static_cast<double>(1ULL << 53) * 2.0 - 1.0;
-  }
-  return v;
-}
+using Inputs = std::vector<Tensor>;
+using testing::deterministic_tensor;
+using testing::expect_error;
+using testing::expect_gradcheck;
 
 class Pool : public ::testing::TestWithParam<Device> {
  protected:
@@ -40,18 +33,8 @@ class Pool : public ::testing::TestWithParam<Device> {
   Tensor iota(const Shape& shape, DType dtype = DType::F32) const {
     return arange(numel(shape), TensorOptions(dtype)).reshape(shape).to(device());
   }
-  Tensor random(const Shape& shape, DType dtype, std::uint64_t seed) const {
-    return tensor<double>(values(numel(shape), seed), shape, device()).to(dtype);
-  }
   Tensor from(const V& v, const Shape& shape) const { return tensor<double>(v, shape, device()).to(DType::F32); }
 };
-
-void expect_gradcheck(const std::function<Tensor(const Tensor&)>& f, Tensor input, const std::string& what) {
-  input.requires_grad_();
-  const autograd::GradcheckResult r =
-      autograd::gradcheck([&f](const std::vector<Tensor>& x) { return f(x[0]); }, {input});
-  EXPECT_TRUE(r.ok) << what << ": " << r.report;
-}
 
 // --- max_pool2d ---
 
@@ -89,10 +72,15 @@ TEST_P(Pool, MaxPoolGradientGoesToEachWindowsMaximum) {
 }
 
 TEST_P(Pool, MaxPoolPassesGradcheck) {
-  const Tensor x = random({2, 3, 7, 6}, DType::F64, 1);
-  expect_gradcheck([](const Tensor& t) { return F::max_pool2d(t, 2); }, x, "kernel 2");
-  expect_gradcheck([](const Tensor& t) { return F::max_pool2d(t, 3, 2, 1); }, x, "kernel 3 stride 2 padding 1");
-  expect_gradcheck([](const Tensor& t) { return F::max_pool2d(t, {3, 2}, F::Pair(1, 2), {1, 0}); }, x, "rectangular");
+  Tensor x = deterministic_tensor({2, 3, 7, 6}, DType::F64, device(), 1);
+  x.requires_grad_();
+  expect_gradcheck([](const Inputs& in) { return F::max_pool2d(in[0], 2); }, {x}, "kernel 2");
+  expect_gradcheck([](const Inputs& in) { return F::max_pool2d(in[0], 3, 2, 1); }, {x}, "kernel 3 stride 2 padding 1");
+  expect_gradcheck(
+      [](const Inputs& in) {
+        return F::max_pool2d(in[0], {3, 2}, F::Pair(1, 2), {1, 0});
+      },
+      {x}, "rectangular");
 }
 
 // --- avg_pool2d ---
@@ -120,10 +108,15 @@ TEST_P(Pool, AvgPoolGradientSpreadsOverEachWindow) {
 }
 
 TEST_P(Pool, AvgPoolPassesGradcheck) {
-  const Tensor x = random({2, 3, 7, 6}, DType::F64, 2);
-  expect_gradcheck([](const Tensor& t) { return F::avg_pool2d(t, 2); }, x, "kernel 2");
-  expect_gradcheck([](const Tensor& t) { return F::avg_pool2d(t, 3, 2, 1); }, x, "kernel 3 stride 2 padding 1");
-  expect_gradcheck([](const Tensor& t) { return F::avg_pool2d(t, {2, 3}, F::Pair(1, 2), {1, 1}); }, x, "rectangular");
+  Tensor x = deterministic_tensor({2, 3, 7, 6}, DType::F64, device(), 2);
+  x.requires_grad_();
+  expect_gradcheck([](const Inputs& in) { return F::avg_pool2d(in[0], 2); }, {x}, "kernel 2");
+  expect_gradcheck([](const Inputs& in) { return F::avg_pool2d(in[0], 3, 2, 1); }, {x}, "kernel 3 stride 2 padding 1");
+  expect_gradcheck(
+      [](const Inputs& in) {
+        return F::avg_pool2d(in[0], {2, 3}, F::Pair(1, 2), {1, 1});
+      },
+      {x}, "rectangular");
 }
 
 // --- adaptive_avg_pool2d ---
@@ -149,7 +142,7 @@ TEST_P(Pool, AdaptiveAvgPoolWithNonDivisibleSizes) {
 }
 
 TEST_P(Pool, AdaptiveAvgPoolToOneIsTheGlobalMeanAndToTheInputSizeIsIdentity) {
-  const Tensor x = random({2, 3, 5, 4}, DType::F64, 3);
+  const Tensor x = deterministic_tensor({2, 3, 5, 4}, DType::F64, device(), 3);
   const std::vector<double> global = F::adaptive_avg_pool2d(x, 1).to_vector<double>();
   const std::vector<double> means = mean(x, {2, 3}).to_vector<double>();
   ASSERT_EQ(global.size(), 6u);
@@ -158,16 +151,21 @@ TEST_P(Pool, AdaptiveAvgPoolToOneIsTheGlobalMeanAndToTheInputSizeIsIdentity) {
 }
 
 TEST_P(Pool, AdaptiveAvgPoolPassesGradcheck) {
-  const Tensor x = random({2, 2, 5, 7}, DType::F64, 4);
-  expect_gradcheck([](const Tensor& t) { return F::adaptive_avg_pool2d(t, {3, 2}); }, x, "5x7 -> 3x2");
-  expect_gradcheck([](const Tensor& t) { return F::adaptive_avg_pool2d(t, {4, 9}); }, x, "5x7 -> 4x9 (upsampling)");
-  expect_gradcheck([](const Tensor& t) { return F::adaptive_avg_pool2d(t, 1); }, x, "global");
+  Tensor x = deterministic_tensor({2, 2, 5, 7}, DType::F64, device(), 4);
+  x.requires_grad_();
+  expect_gradcheck([](const Inputs& in) { return F::adaptive_avg_pool2d(in[0], {3, 2}); }, {x}, "5x7 -> 3x2");
+  expect_gradcheck(
+      [](const Inputs& in) {
+        return F::adaptive_avg_pool2d(in[0], {4, 9});
+      },
+      {x}, "5x7 -> 4x9 (upsampling)");
+  expect_gradcheck([](const Inputs& in) { return F::adaptive_avg_pool2d(in[0], 1); }, {x}, "global");
 }
 
 // --- every op ---
 
 TEST_P(Pool, NonContiguousInputsAreRead) {
-  const Tensor stored = random({2, 5, 6, 3}, DType::F32, 5);  // NHWC
+  const Tensor stored = deterministic_tensor({2, 5, 6, 3}, DType::F32, device(), 5);  // NHWC
   const Tensor x = stored.permute({0, 3, 1, 2});
   ASSERT_FALSE(x.is_contiguous());
   const Tensor dense = x.contiguous();
@@ -177,7 +175,7 @@ TEST_P(Pool, NonContiguousInputsAreRead) {
 }
 
 TEST_P(Pool, F64AndF32Agree) {
-  const Tensor x = random({2, 3, 9, 8}, DType::F64, 6);
+  const Tensor x = deterministic_tensor({2, 3, 9, 8}, DType::F64, device(), 6);
   const Tensor x32 = x.to(DType::F32);
   const auto close = [](const Tensor& a, const Tensor& b) {
     const std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>();
@@ -187,17 +185,6 @@ TEST_P(Pool, F64AndF32Agree) {
   close(F::max_pool2d(x, 3, 2, 1), F::max_pool2d(x32, 3, 2, 1));
   close(F::avg_pool2d(x, 3, 2, 1), F::avg_pool2d(x32, 3, 2, 1));
   close(F::adaptive_avg_pool2d(x, {4, 3}), F::adaptive_avg_pool2d(x32, {4, 3}));
-}
-
-template <typename ErrorType, typename Fn>
-void expect_error(Fn f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL() << "no error; expected one mentioning " << parts.front();
-  } catch (const ErrorType& e) {
-    const std::string message = e.what();
-    for (const std::string& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message;
-  }
 }
 
 TEST_P(Pool, BadArgumentsAreRejected) {

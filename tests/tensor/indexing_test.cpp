@@ -4,6 +4,7 @@
 #include "strata/runtime/stream.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
+#include "test_checks.h"
 #include "test_devices.h"
 
 namespace strata {
@@ -12,16 +13,10 @@ namespace {
 class Indexing : public ::testing::TestWithParam<Device> {
  protected:
   Device device() const { return GetParam(); }
-  // Runs an op whose kernel should fail, and waits for its device-side assert.
-  template <typename F>
-  std::string assert_message(F&& f) {
-    try {
-      f();
-      synchronize(device());
-    } catch (const DeviceAssertError& e) {
-      return e.what();
-    }
-    return "";
+  /// Runs an op whose kernel should fail, and returns the message of its device-side assert ("" if none).
+  template <typename Op>
+  std::string assert_message(Op&& op) const {
+    return testing::device_assert_message(device(), std::forward<Op>(op));
   }
 };
 

@@ -12,32 +12,19 @@
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/op_call.h"
+#include "test_checks.h"
 #include "test_devices.h"
 
 namespace strata {
 namespace {
 
-// Deterministic values in [-1, 1): the same inputs on every device.
-std::vector<double> values(int64_t n, std::uint64_t seed) {
-  std::vector<double> v(static_cast<std::size_t>(n));
-  std::uint64_t s = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-  for (auto& x : v) {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    x = static_cast<double>(s >> 11) / static_cast<double>(1ULL << 53) * 2.0 - 1.0;
-  }
-  return v;
-}
-
-Tensor random(const Shape& shape, DType dtype, Device device, std::uint64_t seed) {
-  const Tensor t = tensor<double>(values(numel(shape), seed), shape.empty() ? Shape{1} : shape, device).to(dtype);
-  return shape.empty() ? Tensor(t.storage(), dtype, {}, {}, 0) : t;  // tensor() makes an empty shape 1-D
-}
+using testing::deterministic_tensor;
 
 // A view with shape `shape` whose last two dims are stored transposed (column-major matrices).
 Tensor transposed_view(const Shape& shape, DType dtype, Device device, std::uint64_t seed) {
   Shape stored = shape;
   std::swap(stored[stored.size() - 1], stored[stored.size() - 2]);
-  const Tensor base = random(stored, dtype, device, seed);
+  const Tensor base = deterministic_tensor(stored, dtype, device, seed);
   Strides strides = base.strides();
   std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
   return Tensor(base.storage(), dtype, shape, strides, 0);
@@ -137,7 +124,8 @@ TEST_P(Linalg, MatrixProductsOfManySizesMatchTheReference) {
                                                   {17, 33, 9}, {64, 65, 63}, {1, 300, 1}, {130, 3, 97}};
   for (DType dtype : kFloatDTypes) {
     for (const auto& [m, k, n] : sizes) {
-      const Tensor a = random({m, k}, dtype, device(), 1), b = random({k, n}, dtype, device(), 2);
+      const Tensor a = deterministic_tensor({m, k}, dtype, device(), 1),
+                   b = deterministic_tensor({k, n}, dtype, device(), 2);
       expect_matmul_matches(a, b, fmt::format("{} {}x{} @ {}x{}", dtype, m, k, k, n));
       expect_matches(mm(a, b), reference_matmul(a, b), dtype, "mm");
     }
@@ -147,7 +135,8 @@ TEST_P(Linalg, MatrixProductsOfManySizesMatchTheReference) {
 TEST_P(Linalg, LargeProductsUseEveryThreadAndStayExact) {
   // Large enough for the parallel and oneDNN paths of the CPU backend (Note [Choosing the CPU GEMM]).
   for (DType dtype : {DType::F32, DType::F64}) {
-    const Tensor a = random({257, 300}, dtype, device(), 3), b = random({300, 129}, dtype, device(), 4);
+    const Tensor a = deterministic_tensor({257, 300}, dtype, device(), 3),
+                 b = deterministic_tensor({300, 129}, dtype, device(), 4);
     expect_matmul_matches(a, b, fmt::format("{} 257x300 @ 300x129", dtype));
     const Tensor at = transposed_view({257, 300}, dtype, device(), 5),
                  bt = transposed_view({300, 129}, dtype, device(), 6);
@@ -158,7 +147,7 @@ TEST_P(Linalg, LargeProductsUseEveryThreadAndStayExact) {
 TEST_P(Linalg, LargeBatchedProductsMatchTheReference) {
   // Over a million flops per call: the CPU backend's batched oneDNN path (broadcast batches included).
   for (DType dtype : {DType::F32, DType::F64}) {
-    const auto r = [&](const Shape& s, std::uint64_t seed) { return random(s, dtype, device(), seed); };
+    const auto r = [&](const Shape& s, std::uint64_t seed) { return deterministic_tensor(s, dtype, device(), seed); };
     expect_matmul_matches(r({8, 40, 50}, 50), r({8, 50, 36}, 51), fmt::format("{} bmm of 8", dtype));
     expect_matmul_matches(r({2, 1, 48, 50}, 52), r({4, 50, 40}, 53), fmt::format("{} broadcast batches", dtype));
     expect_matmul_matches(r({48, 50}, 54), r({8, 50, 40}, 55), fmt::format("{} matrix @ batch", dtype));
@@ -170,53 +159,56 @@ TEST_P(Linalg, LargeBatchedProductsMatchTheReference) {
 
 TEST_P(Linalg, TransposedInputsMatchTheReference) {
   for (DType dtype : kFloatDTypes) {
-    const Tensor a = random({6, 11}, dtype, device(), 5), b = random({11, 4}, dtype, device(), 6);
+    const Tensor a = deterministic_tensor({6, 11}, dtype, device(), 5),
+                 b = deterministic_tensor({11, 4}, dtype, device(), 6);
     const Tensor at = transposed_view({6, 11}, dtype, device(), 7), bt = transposed_view({11, 4}, dtype, device(), 8);
     expect_matmul_matches(at, b, fmt::format("{} a transposed", dtype));
     expect_matmul_matches(a, bt, fmt::format("{} b transposed", dtype));
     expect_matmul_matches(at, bt, fmt::format("{} both transposed", dtype));
     const Tensor batched = transposed_view({3, 6, 11}, dtype, device(), 9);
-    expect_matmul_matches(batched, random({3, 11, 4}, dtype, device(), 10), fmt::format("{} bmm transposed", dtype));
+    expect_matmul_matches(batched, deterministic_tensor({3, 11, 4}, dtype, device(), 10),
+                          fmt::format("{} bmm transposed", dtype));
   }
 }
 
 TEST_P(Linalg, StridedInputsThatBlasCannotReadAreCopied) {
   const DType dtype = DType::F32;
-  const Tensor base = random({8, 20}, dtype, device(), 11);
+  const Tensor base = deterministic_tensor({8, 20}, dtype, device(), 11);
   // Columns 2..12 of each row: row stride 20 > 10 columns, read in place.
   const Tensor narrowed(base.storage(), dtype, {8, 10}, {20, 1}, 2);
   // Every other column: no unit stride, so the tensors layer copies it.
   const Tensor stepped(base.storage(), dtype, {8, 10}, {20, 2}, 0);
   // One row broadcast to 5 rows (row stride 0).
   const Tensor expanded(base.storage(), dtype, {5, 20}, {0, 1}, 0);
-  const Tensor b = random({10, 3}, dtype, device(), 12);
+  const Tensor b = deterministic_tensor({10, 3}, dtype, device(), 12);
   expect_matmul_matches(narrowed, b, "narrowed");
   expect_matmul_matches(stepped, b, "stepped");
-  expect_matmul_matches(expanded, random({20, 2}, dtype, device(), 13), "expanded");
-  EXPECT_EQ(base.to_vector<float>(), random({8, 20}, dtype, device(), 11).to_vector<float>()) << "inputs changed";
+  expect_matmul_matches(expanded, deterministic_tensor({20, 2}, dtype, device(), 13), "expanded");
+  EXPECT_EQ(base.to_vector<float>(), deterministic_tensor({8, 20}, dtype, device(), 11).to_vector<float>())
+      << "inputs changed";
 }
 
 TEST_P(Linalg, VectorOperandsFollowNumpy) {
   for (DType dtype : {DType::F32, DType::F64}) {
-    const Tensor v = random({5}, dtype, device(), 14), w = random({5}, dtype, device(), 15);
+    const Tensor v = deterministic_tensor({5}, dtype, device(), 14), w = deterministic_tensor({5}, dtype, device(), 15);
     const Tensor dot = matmul(v, w);
     EXPECT_EQ(dot.dim(), 0);
     expect_matches(dot, reference_matmul(v, w), dtype, "dot");
-    expect_matmul_matches(v, random({5, 3}, dtype, device(), 16), "vector @ matrix");
-    expect_matmul_matches(random({4, 5}, dtype, device(), 17), v, "matrix @ vector");
-    expect_matmul_matches(v, random({2, 3, 5, 6}, dtype, device(), 18), "vector @ batch");
-    expect_matmul_matches(random({2, 3, 4, 5}, dtype, device(), 19), v, "batch @ vector");
+    expect_matmul_matches(v, deterministic_tensor({5, 3}, dtype, device(), 16), "vector @ matrix");
+    expect_matmul_matches(deterministic_tensor({4, 5}, dtype, device(), 17), v, "matrix @ vector");
+    expect_matmul_matches(v, deterministic_tensor({2, 3, 5, 6}, dtype, device(), 18), "vector @ batch");
+    expect_matmul_matches(deterministic_tensor({2, 3, 4, 5}, dtype, device(), 19), v, "batch @ vector");
     // A strided vector: every other element of 10.
-    const Tensor base = random({10}, dtype, device(), 20);
+    const Tensor base = deterministic_tensor({10}, dtype, device(), 20);
     const Tensor strided(base.storage(), dtype, {5}, {2}, 0);
     expect_matmul_matches(strided, w, "strided dot");
-    expect_matmul_matches(random({3, 5}, dtype, device(), 21), strided, "matrix @ strided vector");
+    expect_matmul_matches(deterministic_tensor({3, 5}, dtype, device(), 21), strided, "matrix @ strided vector");
   }
 }
 
 TEST_P(Linalg, BatchDimsBroadcast) {
   for (DType dtype : {DType::F32, DType::F64, DType::BF16}) {
-    const auto r = [&](const Shape& s, std::uint64_t seed) { return random(s, dtype, device(), seed); };
+    const auto r = [&](const Shape& s, std::uint64_t seed) { return deterministic_tensor(s, dtype, device(), seed); };
     expect_matmul_matches(r({2, 1, 3, 4}, 22), r({5, 4, 2}, 23), "[2,1,3,4] @ [5,4,2]");
     expect_matmul_matches(r({3, 4}, 24), r({2, 4, 5}, 25), "matrix @ batch");
     expect_matmul_matches(r({2, 3, 4}, 26), r({4, 5}, 27), "batch @ matrix (one tall GEMM)");
@@ -227,17 +219,18 @@ TEST_P(Linalg, BatchDimsBroadcast) {
 
 TEST_P(Linalg, BatchDimsThatArePermutedAreRead) {
   // Batch dims stored as [3, 2] but viewed as [2, 3]: they do not collapse into one stride, so they are copied.
-  const Tensor base = random({3, 2, 4, 5}, DType::F32, device(), 32);
+  const Tensor base = deterministic_tensor({3, 2, 4, 5}, DType::F32, device(), 32);
   const Tensor permuted(base.storage(), DType::F32, {2, 3, 4, 5}, {20, 40, 5, 1}, 0);
-  expect_matmul_matches(permuted, random({2, 3, 5, 6}, DType::F32, device(), 33), "permuted batch");
+  expect_matmul_matches(permuted, deterministic_tensor({2, 3, 5, 6}, DType::F32, device(), 33), "permuted batch");
 }
 
 TEST_P(Linalg, BmmMultipliesMatchingBatches) {
-  const Tensor a = random({4, 3, 7}, DType::F32, device(), 34), b = random({4, 7, 2}, DType::F32, device(), 35);
+  const Tensor a = deterministic_tensor({4, 3, 7}, DType::F32, device(), 34),
+               b = deterministic_tensor({4, 7, 2}, DType::F32, device(), 35);
   expect_matches(bmm(a, b), reference_matmul(a, b), DType::F32, "bmm");
   // Many small matrices: the CPU backend spreads the batch over its threads.
-  const Tensor many_a = random({64, 40, 40}, DType::F64, device(), 36),
-               many_b = random({64, 40, 40}, DType::F64, device(), 37);
+  const Tensor many_a = deterministic_tensor({64, 40, 40}, DType::F64, device(), 36),
+               many_b = deterministic_tensor({64, 40, 40}, DType::F64, device(), 37);
   expect_matches(bmm(many_a, many_b), reference_matmul(many_a, many_b), DType::F64, "bmm of 64");
 }
 
@@ -262,16 +255,17 @@ TEST_P(Linalg, AddmmScalesAndBroadcastsTheBias) {
   // Small and larger products: the CPU backend runs them through OpenBLAS and oneDNN respectively.
   for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{{5, 6, 4}, {96, 100, 64}}) {
     for (DType dtype : {DType::F32, DType::F64, DType::F16}) {
-      const Tensor a = random({m, k}, dtype, device(), 38), b = random({k, n}, dtype, device(), 39);
+      const Tensor a = deterministic_tensor({m, k}, dtype, device(), 38),
+                   b = deterministic_tensor({k, n}, dtype, device(), 39);
       for (const Shape& bias_shape : std::vector<Shape>{{n}, {m, 1}, {m, n}, {}, {1}, {1, n}}) {
-        const Tensor bias = random(bias_shape, dtype, device(), 40);
+        const Tensor bias = deterministic_tensor(bias_shape, dtype, device(), 40);
         const std::vector<double> bias_values = bias.to_vector<double>();
         expect_matches(addmm(bias, a, b, 0.5, 2.0), reference_addmm(bias, a, b, 0.5, 2.0), dtype,
                        fmt::format("{} addmm {}x{}x{} with bias {}", dtype, m, k, n, bias_shape));
         EXPECT_EQ(bias.to_vector<double>(), bias_values) << "addmm must not modify its bias";
       }
       // Default beta = alpha = 1 on the same shapes (cached CPU primitives must not keep the old alpha and beta).
-      const Tensor bias = random({n}, dtype, device(), 41);
+      const Tensor bias = deterministic_tensor({n}, dtype, device(), 41);
       expect_matches(addmm(bias, a, b), reference_addmm(bias, a, b, 1, 1), dtype, "addmm defaults");
       expect_matches(addmm(bias, a, b, -1.5, 0.25), reference_addmm(bias, a, b, -1.5, 0.25), dtype, "addmm again");
     }
@@ -282,8 +276,9 @@ TEST_P(Linalg, BatchedGemmKernelAppliesAlphaAndBeta) {
   // The backend entry of Note [One batched GEMM] with a broadcast b (batch stride 0), alpha and beta: no public op
   // reaches a batched product with beta != 0, so the kernel is called directly.
   const int64_t batch = 6, m = 48, k = 50, n = 40;  // over a million flops: oneDNN's batched path on the CPU
-  const Tensor a = random({batch, m, k}, DType::F32, device(), 60), b = random({k, n}, DType::F32, device(), 61);
-  const Tensor out = random({batch, m, n}, DType::F32, device(), 62);
+  const Tensor a = deterministic_tensor({batch, m, k}, DType::F32, device(), 60),
+               b = deterministic_tensor({k, n}, DType::F32, device(), 61);
+  const Tensor out = deterministic_tensor({batch, m, n}, DType::F32, device(), 62);
   const std::vector<double> before = out.to_vector<double>();
   TensorView bv = b.view();
   bv.shape = {batch, k, n};
@@ -375,7 +370,8 @@ TEST_P(Linalg, Tf32IsOffByDefaultAndStaysClose) {
   EXPECT_FALSE(allow_tf32());
   set_allow_tf32(true);
   EXPECT_TRUE(allow_tf32());
-  const Tensor a = random({64, 128}, DType::F32, device(), 42), b = random({128, 32}, DType::F32, device(), 43);
+  const Tensor a = deterministic_tensor({64, 128}, DType::F32, device(), 42),
+               b = deterministic_tensor({128, 32}, DType::F32, device(), 43);
   const Reference r = reference_matmul(a, b);
   const std::vector<double> got = matmul(a, b).to_vector<double>();
   set_allow_tf32(false);
