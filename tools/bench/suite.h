@@ -1,0 +1,61 @@
+#pragma once
+
+// The workloads of strata-bench (issue 6) and how their results are reported. Each workload measures a few
+// metrics under stable keys; bench/compare-libtorch and bench/compare-pytorch measure the same keys with the
+// incumbents and divide.
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace strata::bench {
+
+/// Whether a bigger or a smaller value of a metric is better (time: lower; throughput: higher).
+enum class Better { Lower, Higher, Neither };
+
+struct Metric {
+  std::string key;  // stable, e.g. "matmul_cpu_n256"; the comparison scripts match on it
+  double value = 0;
+  std::string unit;  // "GFLOP/s", "ms", "ns/op", ...
+  Better better = Better::Neither;
+  std::string detail;  // what exactly was measured, in a few words
+};
+
+struct WorkloadResult {
+  std::string name;  // "matmul", "d2l", ...
+  std::string title;
+  std::vector<Metric> metrics;
+  std::vector<std::string> notes;  // what the numbers mean, what was not measured here and why
+  bool skipped = false;
+  std::string skip_reason;
+};
+
+struct RunOptions {
+  bool quick = false;   // fewer sizes, fewer repetitions, a subset of the data
+  std::string data_dir;  // Fashion-MNIST IDX files
+  std::string self_dir;  // folder of the strata-bench executable (for its helper programs)
+};
+
+struct Workload {
+  std::string name;
+  std::string title;
+  std::function<WorkloadResult(const RunOptions&)> run;
+};
+
+/// Every workload, in the issue's order.
+const std::vector<Workload>& workloads();
+
+/// The workloads of each group (defined in workloads_*.cpp).
+std::vector<Workload> compute_workloads();
+std::vector<Workload> system_workloads();
+
+/// Median of `repeats` timed calls of fn after `warmup` untimed ones, in seconds.
+double median_seconds(const std::function<void()>& fn, int repeats, int warmup = 1);
+
+/// The machine: CPU model and cores, CUDA availability (or why not), OPENBLAS_* variables, threads.
+nlohmann::json machine_json();
+nlohmann::json to_json(const std::vector<WorkloadResult>& results);
+std::string format_table(const std::vector<WorkloadResult>& results);
+
+}  // namespace strata::bench

@@ -1,0 +1,334 @@
+// Compute workloads of strata-bench: matrix product, the D2L synchronisation exercise, vector add, two GPUs,
+// conv2d and Linear. Every GPU part runs only when CUDA is available and says why it did not otherwise.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "strata/autograd/grad_mode.h"
+#include "strata/nn/functional.h"
+#include "strata/runtime/cuda.h"
+#include "strata/runtime/parallel.h"
+#include "strata/runtime/stream.h"
+#include "strata/runtime/transfer.h"
+#include "strata/tensor/factories.h"
+#include "strata/tensor/functions.h"
+#include "strata/tensor/random.h"
+#include "suite.h"
+
+namespace strata::bench {
+namespace {
+
+namespace F = nn::functional;
+const Device kGpu(DeviceType::CUDA, 0);
+
+std::string no_cuda_note() { return "GPU not measured: CUDA unavailable (" + cuda::unavailable_reason() + ")"; }
+
+// Median seconds of one call of fn on the CPU: calls are batched so that one timed batch lasts ~`batch_s`.
+double cpu_seconds_per_call(const std::function<void()>& fn, int repeats, double batch_s = 0.02) {
+  fn();  // warm-up (and first-touch of any memory the call allocates)
+  int batch = 1;
+  const double once = median_seconds(fn, 1, 0);
+  if (once < batch_s) batch = static_cast<int>(std::min(1e6, batch_s / std::max(once, 1e-9)));
+  const double total = median_seconds(
+      [&] {
+        for (int i = 0; i < batch; ++i) fn();
+      },
+      repeats, 0);
+  return total / batch;
+}
+
+// Median milliseconds of fn's device work, timed with events on `device`'s current stream, after one warm-up.
+double gpu_ms_per_call(Device device, const std::function<void()>& fn, int repeats) {
+  fn();
+  synchronize(device);
+  std::vector<double> times;
+  Event start(device), end(device);
+  for (int i = 0; i < repeats; ++i) {
+    start.record();
+    fn();
+    end.record();
+    end.synchronize();
+    times.push_back(end.elapsed_ms_since(start));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+double gflops(int64_t n, double seconds) { return 2.0 * static_cast<double>(n * n) * static_cast<double>(n) / seconds / 1e9; }
+
+// --- (1) matrix product ---
+WorkloadResult matmul(const RunOptions& o) {
+  WorkloadResult r;
+  const std::vector<int64_t> sizes = o.quick ? std::vector<int64_t>{64, 256, 512}
+                                             : std::vector<int64_t>{64, 128, 256, 512, 1024, 2048, 4096};
+  const int repeats = o.quick ? 3 : 5;
+  std::vector<double> cpu_rate;
+  for (int64_t n : sizes) {
+    const Tensor a = rand({n, n}), b = rand({n, n});
+    const double s = cpu_seconds_per_call([&] { (void)strata::matmul(a, b); }, repeats);
+    cpu_rate.push_back(gflops(n, s));
+    r.metrics.push_back({fmt::format("matmul_cpu_n{}", n), cpu_rate.back(), "GFLOP/s", Better::Higher,
+                         fmt::format("f32 {}x{} @ {}x{}, result allocated", n, n, n, n)});
+  }
+  if (!cuda::is_available()) {
+    r.notes.push_back(no_cuda_note() + "; so no CPU/GPU crossover size: the CPU is the only device here");
+    return r;
+  }
+  struct GpuKind { const char* name; DType dtype; bool tf32; };
+  const GpuKind kinds[] = {{"f32", DType::F32, false}, {"tf32", DType::F32, true}, {"bf16", DType::BF16, false}};
+  int64_t crossover = -1;
+  for (const GpuKind& kind : kinds) {
+    set_allow_tf32(kind.tf32);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const int64_t n = sizes[i];
+      const Tensor a = rand({n, n}, kGpu).to(kind.dtype), b = rand({n, n}, kGpu).to(kind.dtype);
+      const double ms = gpu_ms_per_call(kGpu, [&] { (void)strata::matmul(a, b); }, repeats * 4);
+      const double rate = gflops(n, ms / 1e3);
+      r.metrics.push_back({fmt::format("matmul_gpu_{}_n{}", kind.name, n), rate, "GFLOP/s", Better::Higher,
+                           fmt::format("{} on {}", kind.name, cuda::device_name(0))});
+      if (kind.dtype == DType::F32 && !kind.tf32 && crossover < 0 && rate > cpu_rate[i]) crossover = n;
+    }
+  }
+  set_allow_tf32(false);
+  if (crossover > 0) {
+    r.metrics.push_back({"matmul_crossover_n", static_cast<double>(crossover), "n", Better::Neither,
+                         "smallest measured n at which the GPU (f32, device time) beats the CPU"});
+  } else {
+    r.notes.push_back("the CPU won at every measured size (f32)");
+  }
+  r.notes.push_back("GPU rates are device time between events; CPU rates are wall time");
+  return r;
+}
+
+// --- (2) the Dive-into-Deep-Learning exercise ---
+struct D2lRun { double seconds; int64_t syncs; };
+D2lRun d2l_run(Device device, bool read_each, int products) {
+  const Tensor a = randn({100, 100}, device) * 0.1, b = randn({100, 100}, device) * 0.1;
+  std::string printed;  // what would be printed; kept off the terminal so that the terminal's speed is not measured
+  const int64_t syncs = transfer_counters().synchronizations;
+  const double s = median_seconds(
+      [&] {
+        printed.clear();
+        std::vector<Tensor> log;
+        for (int i = 0; i < products; ++i) {
+          const Tensor c = strata::matmul(a, b);
+          if (read_each) {
+            printed += fmt::format("{}\n", strata::norm(c).item<float>());
+          } else {
+            log.push_back(strata::norm(c));
+          }
+        }
+        if (!read_each) {
+          const Tensor norms = stack(log).to(kCPU);
+          for (int64_t i = 0; i < norms.size(0); ++i) printed += fmt::format("{}\n", norms.data<float>()[i]);
+        }
+      },
+      1, 1);
+  // One warm-up and one timed run: the count per run is half of what both did.
+  return {s, (transfer_counters().synchronizations - syncs) / 2};
+}
+
+WorkloadResult d2l(const RunOptions& o) {
+  WorkloadResult r;
+  const int products = 1000;
+  std::vector<Device> devices{kCPU};
+  if (cuda::is_available()) devices.push_back(kGpu);
+  for (Device device : devices) {
+    const std::string dev = device.is_cpu() ? "cpu" : "gpu";
+    for (bool each : {true, false}) {
+      D2lRun best{1e30, 0};
+      for (int i = 0; i < (o.quick ? 1 : 3); ++i) {
+        const D2lRun run = d2l_run(device, each, products);
+        if (run.seconds < best.seconds) best = run;
+      }
+      const std::string how = each ? "read_each" : "log_on_device";
+      r.metrics.push_back({fmt::format("d2l_{}_{}_ms", dev, how), best.seconds * 1e3, "ms", Better::Lower,
+                           each ? "1000 products of 100x100, norm read (item) after each"
+                                : "1000 products, norms kept on the device, read once"});
+      r.metrics.push_back({fmt::format("d2l_{}_{}_syncs", dev, how), static_cast<double>(best.syncs), "syncs",
+                           Better::Lower, "synchronisations counted by Strata (transfer_counters)"});
+    }
+  }
+  r.notes.push_back("the norms are formatted into a string, not written to the terminal");
+  r.notes.push_back("waits on the CPU device are not synchronisations, so the CPU counts are 0 by design");
+  if (!cuda::is_available()) r.notes.push_back(no_cuda_note());
+  return r;
+}
+
+// --- (3) vector add of 10M floats ---
+WorkloadResult vector_add(const RunOptions& o) {
+  WorkloadResult r;
+  constexpr int64_t n = 10'000'000;
+  const double bytes = 12.0 * n;  // read a and b, write c
+  const int repeats = o.quick ? 5 : 15;
+
+  std::vector<float> va(n, 1.5f), vb(n, 2.0f), vc(n, 0.0f);
+  const float* pa = va.data();
+  const float* pb = vb.data();
+  float* pc = vc.data();
+  const double loop_s = cpu_seconds_per_call(
+      [&] {
+        parallel_for(n, 32768, [=](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) pc[i] = pa[i] + pb[i];
+        });
+      },
+      repeats);
+  Tensor a = full({n}, 1.5f), b = full({n}, 2.0f);
+  const double into_s = cpu_seconds_per_call([&] { add_(a, b); }, repeats);
+  const Tensor a2 = full({n}, 1.5f);
+  const double alloc_s = cpu_seconds_per_call([&] { (void)add(a2, b); }, repeats);
+  const double loop = bytes / loop_s / 1e9, into = bytes / into_s / 1e9, alloc = bytes / alloc_s / 1e9;
+  r.metrics.push_back({"vector_add_cpu_plain_loop_gbps", loop, "GB/s", Better::Higher,
+                       fmt::format("c[i] = a[i] + b[i] on raw arrays over the same {} threads", num_threads())});
+  r.metrics.push_back({"vector_add_cpu_into_gbps", into, "GB/s", Better::Higher, "add_(a, b): into existing memory"});
+  r.metrics.push_back({"vector_add_cpu_alloc_gbps", alloc, "GB/s", Better::Higher, "c = a + b: allocates c"});
+  r.metrics.push_back({"vector_add_cpu_into_fraction", into / loop, "x loop", Better::Higher, "target >= 0.95"});
+  r.metrics.push_back({"vector_add_cpu_alloc_fraction", alloc / loop, "x loop", Better::Higher, "target >= 0.8"});
+  r.notes.push_back("GB/s counts 12 bytes per element (two reads, one write)");
+  if (!cuda::is_available()) {
+    r.notes.push_back(no_cuda_note());
+    return r;
+  }
+  Tensor ga = full({n}, 1.5f, kGpu), gb = full({n}, 2.0f, kGpu), gc = empty({n}, kGpu);
+  const double copy_ms = gpu_ms_per_call(kGpu, [&] { gc.copy_(ga); }, repeats);
+  const double into_ms = gpu_ms_per_call(kGpu, [&] { add_(ga, gb); }, repeats);
+  const double alloc_ms = gpu_ms_per_call(kGpu, [&] { (void)add(ga, gb); }, repeats);
+  const double copy = 8.0 * n / copy_ms / 1e6, ginto = bytes / into_ms / 1e6, galloc = bytes / alloc_ms / 1e6;
+  r.metrics.push_back({"vector_add_gpu_copy_gbps", copy, "GB/s", Better::Higher, "device-to-device copy_ (8 B/elem)"});
+  r.metrics.push_back({"vector_add_gpu_into_gbps", ginto, "GB/s", Better::Higher, "add_ on cuda:0"});
+  r.metrics.push_back({"vector_add_gpu_alloc_gbps", galloc, "GB/s", Better::Higher, "c = a + b on cuda:0"});
+  r.metrics.push_back({"vector_add_gpu_into_fraction", ginto / copy, "x copy", Better::Higher, "target >= 0.9"});
+  return r;
+}
+
+// --- (4) two GPUs at once vs one after the other ---
+WorkloadResult multi_gpu(const RunOptions& o) {
+  WorkloadResult r;
+  const int count = cuda::is_available() ? cuda::device_count() : 0;
+  if (count < 2) {
+    r.skipped = true;
+    r.skip_reason = cuda::is_available() ? fmt::format("needs two GPUs, this machine has {}", count)
+                                         : "needs two GPUs; CUDA unavailable: " + cuda::unavailable_reason();
+    return r;
+  }
+  const Device d0(DeviceType::CUDA, 0), d1(DeviceType::CUDA, 1);
+  const int64_t n = 4096;
+  const int products = o.quick ? 10 : 50;
+  const Tensor a0 = rand({n, n}, d0), b0 = rand({n, n}, d0), a1 = rand({n, n}, d1), b1 = rand({n, n}, d1);
+  auto work = [&](const Tensor& a, const Tensor& b) {
+    for (int i = 0; i < products; ++i) (void)strata::matmul(a, b);
+  };
+  const double serial = median_seconds(
+      [&] {
+        work(a0, b0);
+        synchronize(d0);
+        work(a1, b1);
+        synchronize(d1);
+      },
+      3);
+  const double both = median_seconds(
+      [&] {
+        work(a0, b0);
+        work(a1, b1);
+        synchronize(d0);
+        synchronize(d1);
+      },
+      3);
+  r.metrics.push_back({"multi_gpu_serial_ms", serial * 1e3, "ms", Better::Lower,
+                       fmt::format("{} f32 products n={} on cuda:0, then on cuda:1", products, n)});
+  r.metrics.push_back({"multi_gpu_concurrent_ms", both * 1e3, "ms", Better::Lower, "the same, both GPUs at once"});
+  r.metrics.push_back({"multi_gpu_speedup", serial / both, "x", Better::Higher, "ideal 2"});
+  return r;
+}
+
+// --- (5) conv2d and Linear ---
+struct ConvLayer {
+  ConvLayer(Device device, bool grad)
+      : input(randn({64, 32, 14, 14}, device)), weight(randn({64, 32, 3, 3}, device) * 0.1),
+        bias(zeros({64}, device)), grad_output(ones({64, 64, 14, 14}, device)) {
+    if (grad) {
+      input.requires_grad_();
+      weight.requires_grad_();
+      bias.requires_grad_();
+    }
+  }
+  void forward() const { (void)F::conv2d(input, weight, bias, 1, 1); }
+  void forward_backward() {
+    input.set_grad(Tensor());
+    weight.set_grad(Tensor());
+    bias.set_grad(Tensor());
+    F::conv2d(input, weight, bias, 1, 1).backward(grad_output);
+  }
+  Tensor input, weight, bias, grad_output;
+};
+
+struct LinearLayer {
+  explicit LinearLayer(Device device)
+      : input(randn({64, 3136}, device)), weight(randn({128, 3136}, device) * 0.02), bias(zeros({128}, device)),
+        grad_output(ones({64, 128}, device)) {
+    input.requires_grad_();
+    weight.requires_grad_();
+    bias.requires_grad_();
+  }
+  void forward_backward() {
+    input.set_grad(Tensor());
+    weight.set_grad(Tensor());
+    bias.set_grad(Tensor());
+    F::linear(input, weight, bias).backward(grad_output);
+  }
+  Tensor input, weight, bias, grad_output;
+};
+
+WorkloadResult conv(const RunOptions& o) {
+  WorkloadResult r;
+  const int repeats = o.quick ? 5 : 21;
+  {
+    NoGradGuard no_grad;
+    const ConvLayer fwd(kCPU, false);
+    r.metrics.push_back({"conv2d_cpu_fwd_ms", cpu_seconds_per_call([&] { fwd.forward(); }, repeats) * 1e3, "ms",
+                         Better::Lower, "[64,32,14,14] x [64,32,3,3], pad 1, bias, f32"});
+  }
+  ConvLayer fb(kCPU, true);
+  r.metrics.push_back({"conv2d_cpu_fwd_bwd_ms", cpu_seconds_per_call([&] { fb.forward_backward(); }, repeats) * 1e3,
+                       "ms", Better::Lower, "forward + input, weight and bias gradients"});
+  LinearLayer lin(kCPU);
+  r.metrics.push_back({"linear_cpu_fwd_bwd_ms", cpu_seconds_per_call([&] { lin.forward_backward(); }, repeats) * 1e3,
+                       "ms", Better::Lower, "[64,3136] x [128,3136]^T + bias, all gradients"});
+  if (!cuda::is_available()) {
+    r.notes.push_back(no_cuda_note());
+    return r;
+  }
+  for (bool tf32 : {false, true}) {
+    set_allow_tf32(tf32);
+    const std::string kind = tf32 ? "tf32" : "f32";
+    ConvLayer gfwd(kGpu, false), gfb(kGpu, true);
+    LinearLayer glin(kGpu);
+    {
+      NoGradGuard no_grad;
+      r.metrics.push_back({"conv2d_gpu_" + kind + "_fwd_ms", gpu_ms_per_call(kGpu, [&] { gfwd.forward(); }, repeats),
+                           "ms", Better::Lower, "cuDNN, device time"});
+    }
+    r.metrics.push_back({"conv2d_gpu_" + kind + "_fwd_bwd_ms",
+                         gpu_ms_per_call(kGpu, [&] { gfb.forward_backward(); }, repeats), "ms", Better::Lower,
+                         "device time"});
+    r.metrics.push_back({"linear_gpu_" + kind + "_fwd_bwd_ms",
+                         gpu_ms_per_call(kGpu, [&] { glin.forward_backward(); }, repeats), "ms", Better::Lower,
+                         "device time"});
+  }
+  set_allow_tf32(false);
+  return r;
+}
+
+}  // namespace
+
+std::vector<Workload> compute_workloads() {
+  return {{"matmul", "1. matrix product, f32 GFLOP/s", matmul},
+          {"d2l", "2. D2L: 1000 products of 100x100, norm after each vs logged on the device", d2l},
+          {"vector_add", "3. vector add of 10M floats", vector_add},
+          {"multi_gpu", "4. two GPUs at once vs one after the other", multi_gpu},
+          {"conv", "5. conv2d and Linear, forward and forward+backward", conv}};
+}
+
+}  // namespace strata::bench
