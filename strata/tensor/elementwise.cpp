@@ -19,7 +19,7 @@ namespace {
 const ops::KernelSlot<ops::AddFn> add_slot("add");
 const ops::KernelSlot<ops::BinaryFn> mul_slot("mul"), div_slot("div"), pow_slot("pow"), maximum_slot("maximum"),
     minimum_slot("minimum"), eq_slot("eq"), ne_slot("ne"), lt_slot("lt"), le_slot("le"), and_slot("logical_and"),
-    or_slot("logical_or"), xor_slot("logical_xor");
+    or_slot("logical_or"), xor_slot("logical_xor"), relu_backward_slot("relu_backward");
 const ops::KernelSlot<ops::ScalarFn> add_scalar_slot("add_scalar"), rsub_scalar_slot("rsub_scalar"),
     mul_scalar_slot("mul_scalar"), div_scalar_slot("div_scalar"), rdiv_scalar_slot("rdiv_scalar"),
     pow_scalar_slot("pow_scalar");
@@ -379,7 +379,8 @@ Tensor relu(const Tensor& a) {
   check_not_bool("relu", a.dtype(), "");
   Tensor out = unary("relu", relu_slot, a, a.dtype(), a.dtype());
   if (detail::needs_grad({&a})) {
-    record_unary("relu", a, out, [a](const Tensor& g) { return where(gt(a, zero_of(a)), g, zero_of(g)); });
+    record_unary("relu", a, out,
+                 [a](const Tensor& g) { return binary("relu_backward", relu_backward_slot, g, a, g.dtype()); });
   }
   return out;
 }

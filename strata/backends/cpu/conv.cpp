@@ -152,29 +152,43 @@ void gemm_backward_data(const ConvShape& s, T* grad_in, const T* grad_out, const
 
 template <typename T>
 void gemm_backward_weight(const ConvShape& s, T* grad_weight, T* grad_bias, const T* in, const T* grad_out) {
-  // Groups are independent; within a group the batch is a sum, accumulated by GEMMs with beta = 1.
-  parallel_for(s.p.groups, 1, [&](int64_t begin, int64_t end) {
+  // dW_g = sum over the batch of dy_g col^T: [og, oh * ow] x [oh * ow, k]. The batch is split into one chunk per
+  // thread, each summing into its own buffer (the first straight into grad_weight), added up at the end.
+  const int64_t chunks = std::min<int64_t>(num_threads(), std::max<int64_t>(s.n, 1));
+  const int64_t per_chunk = s.o * s.k();
+  std::vector<T> partial(static_cast<std::size_t>((chunks - 1) * per_chunk));
+  parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> col(patches_are_input(s) ? 0 : static_cast<std::size_t>(s.k() * s.spatial()));
-    for (int64_t g = begin; g < end; ++g) {
-      for (int64_t i = 0; i < s.n; ++i) {
-        const T* x = in + (i * s.c + g * s.cg()) * s.h * s.w;
-        if (!col.empty()) im2col(s, x, col.data());
-        const T* dy = grad_out + (i * s.o + g * s.og()) * s.spatial();
-        // dW_g += dy_g col^T: [og, oh * ow] x [oh * ow, k]
-        blas_gemm<T>(false, true, s.og(), s.k(), s.spatial(), T(1), dy, s.spatial(), col.empty() ? x : col.data(),
-                     s.spatial(), i == 0 ? T(0) : T(1), grad_weight + g * s.og() * s.k(), s.k());
+    for (int64_t c = begin; c < end; ++c) {
+      T* dw = c == 0 ? grad_weight : partial.data() + (c - 1) * per_chunk;
+      const int64_t first = s.n * c / chunks, last = s.n * (c + 1) / chunks;
+      if (first == last) std::fill(dw, dw + per_chunk, T(0));
+      for (int64_t i = first; i < last; ++i) {
+        for (int64_t g = 0; g < s.p.groups; ++g) {
+          const T* x = in + (i * s.c + g * s.cg()) * s.h * s.w;
+          if (!col.empty()) im2col(s, x, col.data());
+          const T* dy = grad_out + (i * s.o + g * s.og()) * s.spatial();
+          blas_gemm<T>(false, true, s.og(), s.k(), s.spatial(), T(1), dy, s.spatial(), col.empty() ? x : col.data(),
+                       s.spatial(), i == first ? T(0) : T(1), dw + g * s.og() * s.k(), s.k());
+        }
       }
     }
   });
-  if (grad_bias == nullptr) return;
-  for (int64_t oc = 0; oc < s.o; ++oc) {
-    T sum = 0;
-    for (int64_t i = 0; i < s.n; ++i) {
-      const T* plane = grad_out + (i * s.o + oc) * s.spatial();
-      for (int64_t j = 0; j < s.spatial(); ++j) sum += plane[j];
-    }
-    grad_bias[oc] = sum;
+  for (int64_t c = 1; c < chunks; ++c) {
+    const T* dw = partial.data() + (c - 1) * per_chunk;
+    for (int64_t j = 0; j < per_chunk; ++j) grad_weight[j] += dw[j];
   }
+  if (grad_bias == nullptr) return;
+  parallel_for(s.o, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t oc = begin; oc < end; ++oc) {
+      T sum = 0;
+      for (int64_t i = 0; i < s.n; ++i) {
+        const T* plane = grad_out + (i * s.o + oc) * s.spatial();
+        for (int64_t j = 0; j < s.spatial(); ++j) sum += plane[j];
+      }
+      grad_bias[oc] = sum;
+    }
+  });
 }
 
 void check_blas_sizes(const char* op, const ConvShape& s) {
@@ -199,6 +213,13 @@ void check_blas_sizes(const char* op, const ConvShape& s) {
 constexpr std::size_t kPrimitiveCacheSize = 256;
 
 enum class Pass : int64_t { Forward, BackwardData, BackwardWeight };
+
+// Note [Weight gradients of thin convolutions]
+// With few input channels (a network's first layer: 1 or 3 channels, a patch of k = C * kh * kw <= kSmallPatch
+// values) oneDNN 2.6's backward-weights is slow: input [64, 1, 28, 28], weight [32, 1, 3, 3], padding 1 took 4.7
+// ms on the idle 2-core build machine, for 29 MFLOP. im2col + one small GEMM per image, the batch split over the
+// threads, takes 0.5 ms there (strata-bench conv workloads; /tmp measurements in the issue note).
+constexpr int64_t kSmallPatch = 27;
 
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
@@ -427,6 +448,11 @@ void conv2d_backward_weight_kernel(const ops::OpCall& call, const TensorView& gr
   switch (input.dtype) {
 #if STRATA_HAVE_DNNL
     case DType::F32: {
+      if (s.k() <= kSmallPatch) {
+        // Note [Weight gradients of thin convolutions]
+        return gemm_backward_weight<float>(s, grad_weight.ptr<float>(), with_bias ? grad_bias.ptr<float>() : nullptr,
+                                           input.ptr<float>(), grad_output.ptr<float>());
+      }
       Args args{{DNNL_ARG_SRC, &input}, {DNNL_ARG_DIFF_DST, &grad_output}, {DNNL_ARG_DIFF_WEIGHTS, &grad_weight}};
       if (with_bias) args.emplace_back(DNNL_ARG_DIFF_BIAS, &grad_bias);
       return run_onednn(call.op, s, Pass::BackwardWeight, with_bias, args);

@@ -150,6 +150,13 @@ struct DivOp {
   static constexpr bool kSupported = kIsFloat<T>;
   STRATA_HOST_DEVICE M operator()(M a, M b) const { return a / b; }
 };
+/// relu's gradient: g where the relu's input x is positive, else 0 (one pass instead of gt and where).
+template <typename T>
+struct ReluGradOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  STRATA_HOST_DEVICE M operator()(M g, M x) const { return x > M(0) ? g : M(0); }
+};
 template <typename T>
 struct PowOp {
   using M = OpMath<T>;

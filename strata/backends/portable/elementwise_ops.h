@@ -426,6 +426,7 @@ inline void register_elementwise_kernels(DeviceType type) {
   register_kernel<ops::BinaryFn>("div", type, Binary<DivOp>::kernel);
   register_kernel<ops::BinaryFn>("pow", type, Binary<PowOp>::kernel);
   register_kernel<ops::BinaryFn>("maximum", type, Binary<MaxOp>::kernel);
+  register_kernel<ops::BinaryFn>("relu_backward", type, Binary<ReluGradOp>::kernel);
   register_kernel<ops::BinaryFn>("minimum", type, Binary<MinOp>::kernel);
   register_kernel<ops::BinaryFn>("eq", type, Binary<EqOp>::kernel);
   register_kernel<ops::BinaryFn>("ne", type, Binary<NeOp>::kernel);
