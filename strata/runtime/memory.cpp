@@ -59,7 +59,7 @@ CachingAllocator& allocator(Device device) {
 
 DataPtr allocate(Device device, std::size_t bytes) {
   device = resolve(device);
-  return allocator(device).allocate(bytes, current_stream(device).native());
+  return allocator(device).allocate(bytes, current_native_stream(device));
 }
 
 MemoryStats memory_stats(Device device) { return allocator(device).stats(); }

@@ -55,6 +55,12 @@ Stream current_stream(Device device) {
   return Stream::default_stream(device);
 }
 
+NativeStream current_native_stream(Device device) {
+  auto& streams = streams_of_this_thread();
+  if (auto it = streams.find(resolve(device)); it != streams.end()) return it->second.native();
+  return nullptr;  // every default stream is the null stream (Stream::default_stream)
+}
+
 void set_current_stream(const Stream& stream) {
   auto& streams = streams_of_this_thread();
   streams.insert_or_assign(stream.device(), stream);

@@ -41,6 +41,9 @@ class Stream {
 
 /// The stream new work on `device` goes to on this thread (the default stream unless a StreamGuard is active).
 Stream current_stream(Device device);
+/// The native handle of current_stream(device), without building a Stream or checking the device (the allocator
+/// asks on every allocation).
+NativeStream current_native_stream(Device device);
 void set_current_stream(const Stream& stream);
 
 /// Makes `stream` current for its device until the guard goes out of scope.
