@@ -1,14 +1,8 @@
 # One check of the strata-bench executable: cmake -DBENCH=<path> -DCHECK=<json|bad_workload> -P this.
-
-function(expect condition_text)
-  if(NOT (${ARGN}))
-    message(FATAL_ERROR "strata-bench ${CHECK}: expected ${condition_text}\nexit: ${rc}\nstdout:\n${out}\nstderr:\n${err}")
-  endif()
-endfunction()
-
+set(TOOL strata-bench)
+include(${CMAKE_CURRENT_LIST_DIR}/tool_check.cmake)
 if(CHECK STREQUAL "json")
-  execute_process(COMMAND ${BENCH} --quick --only overhead,vector_add --json
-    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  run_tool(${BENCH} --quick --only overhead,vector_add --json)
   expect("exit 0" rc EQUAL 0)
   # string(JSON) stops with an error when stdout is not one JSON document or a key is missing.
   string(JSON tool GET "${out}" tool)
@@ -32,7 +26,7 @@ if(CHECK STREQUAL "json")
   expect("a positive time per tiny add" tiny GREATER 0 AND allocator GREATER 0)
   expect("lower to be better for a time" better STREQUAL "lower")
 elseif(CHECK STREQUAL "bad_workload")
-  execute_process(COMMAND ${BENCH} --only no_such_workload RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  run_tool(${BENCH} --only no_such_workload)
   expect("exit 2" rc EQUAL 2)
   expect("an error naming the workload" err MATCHES "^strata-bench: unknown workload 'no_such_workload'")
   expect("nothing on stdout" NOT out MATCHES ".")
