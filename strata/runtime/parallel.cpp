@@ -31,10 +31,6 @@ int& thread_count() {
   return n;
 }
 
-// At load, before any BLAS call: OpenBLAS must hear "one thread" before its first GEMM, not when something first
-// asks for num_threads (Note [One CPU thread pool]).
-[[maybe_unused]] const int kThreadsAtLoad = thread_count();
-
 }  // namespace
 
 int num_threads() { return thread_count(); }
