@@ -332,5 +332,17 @@ inline void adaptive_avg_pool2d_backward_kernel(const ops::OpCall& call, const T
   dispatch_floating<AdaptiveAvgPoolGrad>(call, grad_in.dtype, grad_in, grad_out);
 }
 
+/// Fills the pooling rows of the op table for one device type (called once by each backend).
+inline void register_pool_kernels(DeviceType type) {
+  using ops::register_kernel;
+  register_kernel<ops::MaxPool2dFn>("max_pool2d", type, max_pool2d_kernel);
+  register_kernel<ops::MaxPool2dBackwardFn>("max_pool2d_backward", type, max_pool2d_backward_kernel);
+  register_kernel<ops::AvgPool2dFn>("avg_pool2d", type, avg_pool2d_kernel);
+  register_kernel<ops::AvgPool2dBackwardFn>("avg_pool2d_backward", type, avg_pool2d_backward_kernel);
+  register_kernel<ops::AdaptiveAvgPool2dFn>("adaptive_avg_pool2d", type, adaptive_avg_pool2d_kernel);
+  register_kernel<ops::AdaptiveAvgPool2dBackwardFn>("adaptive_avg_pool2d_backward", type,
+                                                    adaptive_avg_pool2d_backward_kernel);
+}
+
 }  // inline namespace STRATA_KERNEL_NS
 }  // namespace strata::portable
