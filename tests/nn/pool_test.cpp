@@ -61,6 +61,26 @@ TEST_P(Pool, MaxPoolPropagatesNaN) {
   EXPECT_TRUE(std::isnan(out[0]));
 }
 
+TEST_P(Pool, MaxPool2x2PicksTheFirstMaximumAndTheFirstNaN) {
+  // 2x2/2 windows (the CPU's fast path): a tie goes to the first in row order; a NaN wins its window only.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const bool with_nan : {false, true}) {
+    Tensor x = from({1, 5, 2, 2, with_nan ? nan : 7, 0, 2, 3}, {1, 1, 2, 4});
+    x.requires_grad_();
+    const Tensor out = F::max_pool2d(x, 2);
+    const std::vector<double> values = out.to_vector<double>();
+    EXPECT_EQ(std::isnan(values[0]), with_nan);
+    if (!with_nan) EXPECT_EQ(values[0], 7);
+    EXPECT_EQ(values[1], 3);
+    sum(out * from({10, 1}, {1, 1, 1, 2})).backward();
+    EXPECT_EQ(x.grad().to_vector<double>(), (V{0, 0, 0, 0, 10, 0, 0, 1}));
+  }
+  Tensor tied = from({4, 4, 4, 4}, {1, 1, 2, 2});
+  tied.requires_grad_();
+  sum(F::max_pool2d(tied, 2)).backward();
+  EXPECT_EQ(tied.grad().to_vector<double>(), (V{1, 0, 0, 0}));
+}
+
 TEST_P(Pool, MaxPoolGradientGoesToEachWindowsMaximum) {
   Tensor x = from({1, 9, 2, 3, 4, 8, 7, 6, 5}, {1, 1, 3, 3});
   x.requires_grad_();

@@ -91,24 +91,29 @@ struct MaxPoolForward {
       }
     }
   }
-  // The networks' usual 2x2/2 pooling: two input rows at a time, no bounds to compute. A window holding a NaN
-  // goes through window(), which knows the NaN rule.
+  // The networks' usual 2x2/2 pooling: two input rows at a time, no bounds to compute, and no branch in the inner
+  // loop (on real data each comparison is a coin toss): selects only, so the compiler if-converts it. NaN is
+  // checked once per row; a row holding one is redone through window(), which knows the NaN rule.
   void plane_2x2(const T* x, int64_t base) const {
+    const int64_t w = g.w, ow_end = g.ow;  // locals: the stores below may alias the struct, as far as the compiler knows
     for (int64_t oh = 0; oh < g.oh; ++oh) {
-      const T* r0 = x + 2 * oh * g.w;
-      const T* r1 = r0 + g.w;
-      T* o = out + base + oh * g.ow;
-      int64_t* at = indices + base + oh * g.ow;
-      for (int64_t ow = 0; ow < g.ow; ++ow) {
+      const int64_t row = 2 * oh * w;
+      const T* r0 = x + row;
+      const T* r1 = r0 + w;
+      T* o = out + base + oh * ow_end;
+      int64_t* at = indices + base + oh * ow_end;
+      bool nan = false;
+      for (int64_t ow = 0; ow < ow_end; ++ow) {
         const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
-        const int64_t i0 = 2 * oh * g.w + 2 * ow;
-        const bool ab = b > a, cd = d > c;
-        const T top = ab ? b : a, bottom = cd ? d : c;
-        const int64_t it = i0 + ab, ib = i0 + g.w + cd;
-        const bool down = bottom > top;
-        o[ow] = down ? bottom : top;
-        at[ow] = down ? ib : it;
-        if (math::is_nan(a + b + c + d)) window(x, oh, ow, o[ow], at[ow]);
+        const T top = b > a ? b : a, bottom = d > c ? d : c;
+        // Where the maximum is, by arithmetic on the comparisons (a select here compiles to a branch).
+        const int64_t it = b > a, ib = w + (d > c), down = bottom > top;
+        o[ow] = bottom > top ? bottom : top;
+        at[ow] = row + 2 * ow + it + down * (ib - it);
+        nan |= math::is_nan(a + b + c + d);
+      }
+      if (nan) {
+        for (int64_t ow = 0; ow < ow_end; ++ow) window(x, oh, ow, o[ow], at[ow]);
       }
     }
   }
