@@ -198,8 +198,23 @@ std::vector<Tensor> matmul_grads(const Tensor& g, const Tensor& a, const Tensor&
   if (b.dim() == 1) g2 = g2.unsqueeze(g2.dim());
   if (a.dim() == 1) g2 = g2.unsqueeze(g2.dim() - 1);
   Tensor ga, gb;
-  if (ra) ga = detail::sum_to(matmul(g2, b2.transpose(-1, -2)), a2.shape()).reshape(a.shape());
-  if (rb) gb = detail::sum_to(matmul(a2.transpose(-1, -2), g2), b2.shape()).reshape(b.shape());
+  // A matrix operand stored transposed (linear's weight.t()) gets its gradient stored the same way, computed as
+  // the transposed product: its gradient then flows back through the transpose as a contiguous tensor, instead of
+  // being copied element by element from a transposed view.
+  const auto stored_transposed = [&g2](const Tensor& m) {
+    return m.dim() == 2 && g2.dim() == 2 && m.size(0) > 1 && m.size(1) > 1 && m.stride(0) == 1 &&
+           m.stride(1) == m.size(0);
+  };
+  if (ra) {
+    ga = stored_transposed(a2) ? matmul(b2, g2.t()).t()
+                               : detail::sum_to(matmul(g2, b2.transpose(-1, -2)), a2.shape());
+    ga = ga.reshape(a.shape());
+  }
+  if (rb) {
+    gb = stored_transposed(b2) ? matmul(g2.t(), a2).t()
+                               : detail::sum_to(matmul(a2.transpose(-1, -2), g2), b2.shape());
+    gb = gb.reshape(b.shape());
+  }
   return {ga, gb};
 }
 

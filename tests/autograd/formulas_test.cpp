@@ -195,6 +195,22 @@ TEST_F(Formulas, MatrixProducts) {
                    {leaf({2, 3}), leaf({2, 4}), leaf({4, 3})});
 }
 
+TEST_F(Formulas, OperandsStoredTransposedGetTheirGradientsFromTheTransposedProduct) {
+  // linear's x @ w.t(): w.t()'s gradient is computed as (g^T x)^T, x's as usual; the values must not change.
+  Tensor x = leaf({4, 3}), w = leaf({2, 3});
+  const Tensor g = randn({4, 2}, DType::F64);
+  mm(x, w.t()).backward(g);
+  const std::vector<double> got = w.grad().to_vector<double>(), want = mm(g.t(), x.detach()).to_vector<double>();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << i;
+  // The same for the left operand, stored transposed: y.t() @ w.t(), y's gradient (g w)^T.
+  Tensor y = leaf({3, 4});
+  mm(y.t(), w.t()).backward(g);
+  const std::vector<double> got_y = y.grad().to_vector<double>(), want_y = mm(g, w.detach()).t().to_vector<double>();
+  ASSERT_EQ(got_y.size(), want_y.size());
+  for (std::size_t i = 0; i < got_y.size(); ++i) EXPECT_NEAR(got_y[i], want_y[i], 1e-12) << i;
+}
+
 TEST_F(Formulas, Indexing) {
   const Tensor index = tensor<int64_t>({2, 0, 2});
   expect_gradcheck([index](const Inputs& x) { return index_select(x[0], 1, index); }, {leaf({2, 3})});
