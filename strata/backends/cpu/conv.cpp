@@ -50,16 +50,25 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
   const auto i = [](int64_t x) { return static_cast<int>(x); };
   const CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>) {
+#if STRATA_HAVE_DNNL
+    // oneDNN's sgemm has AVX-512 kernels whatever OPENBLAS_CORETYPE says (Note [Choosing the CPU GEMM]); inside
+    // our pool's parallel region it runs on the calling thread.
+    const dnnl::status status = dnnl::sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    STRATA_CHECK(status == dnnl::status::success, BackendError, "conv2d: dnnl_sgemm failed with status {}",
+                 static_cast<int>(status));
+#else
     cblas_sgemm(CblasRowMajor, opa, opb, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
+#endif
   } else {
     cblas_dgemm(CblasRowMajor, opa, opb, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c, i(ldc));
   }
 }
 
-// Calls fn(row, input_row, valid) for every (channel, ki, kj, oy) of one group's patch matrix [k, oh * ow]:
-// `input_row` is the input row that kernel row ki of output row oy reads, or nullptr when it lies in the padding.
+// Calls fn(at, input_row, x0) for every (channel, ki, kj, oy) of one group's patch matrix [k, oh * ow], whose
+// rows are `ld` apart (ld >= oh * ow): `at` is where that stretch of ow values starts, `input_row` the input row
+// that kernel row ki of output row oy reads (nullptr when it lies in the padding), x0 the column of its first tap.
 template <typename T, typename Fn>
-void for_each_patch_row(const ConvShape& s, T* x, Fn fn) {
+void for_each_patch_row(const ConvShape& s, T* x, int64_t ld, Fn fn) {
   const ops::Conv2dParams& p = s.p;
   for (int64_t ch = 0; ch < s.cg(); ++ch)
     for (int64_t ki = 0; ki < s.kh; ++ki)
@@ -67,27 +76,39 @@ void for_each_patch_row(const ConvShape& s, T* x, Fn fn) {
         const int64_t row = (ch * s.kh + ki) * s.kw + kj;
         for (int64_t oy = 0; oy < s.oh; ++oy) {
           const int64_t iy = oy * p.stride_h - p.pad_h + ki * p.dilation_h;
-          fn(row * s.spatial() + oy * s.ow, iy >= 0 && iy < s.h ? x + (ch * s.h + iy) * s.w : nullptr,
+          fn(row * ld + oy * s.ow, iy >= 0 && iy < s.h ? x + (ch * s.h + iy) * s.w : nullptr,
              kj * p.dilation_w - p.pad_w);
         }
       }
 }
 
-// col[k, oh * ow] = the input patches of one group of one sample (x: [cg, h, w]).
+// col[k, oh * ow] = the input patches of one group of one sample (x: [cg, h, w]); col's rows are `ld` apart.
 template <typename T>
-void im2col(const ConvShape& s, const T* x, T* col) {
-  for_each_patch_row(s, const_cast<T*>(x), [&](int64_t at, const T* row, int64_t x0) {
-    for (int64_t ox = 0; ox < s.ow; ++ox) {
-      const int64_t ix = x0 + ox * s.p.stride_w;
-      col[at + ox] = row != nullptr && ix >= 0 && ix < s.w ? row[ix] : T(0);
+void im2col(const ConvShape& s, const T* x, T* col, int64_t ld) {
+  const int64_t stride = s.p.stride_w;
+  for_each_patch_row(s, const_cast<T*>(x), ld, [&](int64_t at, const T* row, int64_t x0) {
+    T* dst = col + at;
+    if (row == nullptr) {
+      std::fill(dst, dst + s.ow, T(0));
+      return;
     }
+    // Outputs [lo, hi) read inside the row (x0 + ox * stride in [0, w)); the rest read padding.
+    const int64_t lo = std::clamp<int64_t>((-x0 + stride - 1) / stride, 0, s.ow);
+    const int64_t hi = std::clamp<int64_t>((s.w - x0 + stride - 1) / stride, lo, s.ow);
+    std::fill(dst, dst + lo, T(0));
+    if (stride == 1) {
+      std::copy(row + x0 + lo, row + x0 + hi, dst + lo);
+    } else {
+      for (int64_t ox = lo; ox < hi; ++ox) dst[ox] = row[x0 + ox * stride];
+    }
+    std::fill(dst + hi, dst + s.ow, T(0));
   });
 }
 
 // x[cg, h, w] += the patches of col, the adjoint of im2col.
 template <typename T>
 void col2im(const ConvShape& s, const T* col, T* x) {
-  for_each_patch_row(s, x, [&](int64_t at, T* row, int64_t x0) {
+  for_each_patch_row(s, x, s.spatial(), [&](int64_t at, T* row, int64_t x0) {
     if (row == nullptr) return;
     for (int64_t ox = 0; ox < s.ow; ++ox) {
       const int64_t ix = x0 + ox * s.p.stride_w;
@@ -108,7 +129,7 @@ void gemm_forward(const ConvShape& s, T* out, const T* in, const T* weight, cons
     for (int64_t i = begin; i < end; ++i) {
       for (int64_t g = 0; g < s.p.groups; ++g) {
         const T* x = in + (i * s.c + g * s.cg()) * s.h * s.w;
-        if (!col.empty()) im2col(s, x, col.data());
+        if (!col.empty()) im2col(s, x, col.data(), s.spatial());
         T* y = out + (i * s.o + g * s.og()) * s.spatial();
         blas_gemm<T>(false, false, s.og(), s.spatial(), s.k(), T(1), weight + g * s.og() * s.k(), s.k(),
                      col.empty() ? x : col.data(), s.spatial(), T(0), y, s.spatial());
@@ -153,7 +174,8 @@ void gemm_backward_data(const ConvShape& s, T* grad_in, const T* grad_out, const
 template <typename T>
 void gemm_backward_weight(const ConvShape& s, T* grad_weight, T* grad_bias, const T* in, const T* grad_out) {
   // dW_g = sum over the batch of dy_g col^T: [og, oh * ow] x [oh * ow, k]. The batch is split into one chunk per
-  // thread, each summing into its own buffer (the first straight into grad_weight), added up at the end.
+  // thread, each summing into its own buffer (the first straight into grad_weight), added up at the end. (Taking
+  // several images per GEMM, patches and gradients side by side, measured no faster for a thin first layer.)
   const int64_t chunks = std::min<int64_t>(num_threads(), std::max<int64_t>(s.n, 1));
   const int64_t per_chunk = s.o * s.k();
   std::vector<T> partial(static_cast<std::size_t>((chunks - 1) * per_chunk));
@@ -166,7 +188,7 @@ void gemm_backward_weight(const ConvShape& s, T* grad_weight, T* grad_bias, cons
       for (int64_t i = first; i < last; ++i) {
         for (int64_t g = 0; g < s.p.groups; ++g) {
           const T* x = in + (i * s.c + g * s.cg()) * s.h * s.w;
-          if (!col.empty()) im2col(s, x, col.data());
+          if (!col.empty()) im2col(s, x, col.data(), s.spatial());
           const T* dy = grad_out + (i * s.o + g * s.og()) * s.spatial();
           blas_gemm<T>(false, true, s.og(), s.k(), s.spatial(), T(1), dy, s.spatial(), col.empty() ? x : col.data(),
                        s.spatial(), i == first ? T(0) : T(1), dw + g * s.og() * s.k(), s.k());
@@ -180,12 +202,20 @@ void gemm_backward_weight(const ConvShape& s, T* grad_weight, T* grad_bias, cons
   }
   if (grad_bias == nullptr) return;
   parallel_for(s.o, 1, [&](int64_t begin, int64_t end) {
+    // Eight running sums, so that the additions vectorise (one sum would be one long dependency chain).
+    constexpr int64_t kLanes = 8;
     for (int64_t oc = begin; oc < end; ++oc) {
-      T sum = 0;
+      std::array<T, kLanes> sums{};
       for (int64_t i = 0; i < s.n; ++i) {
         const T* plane = grad_out + (i * s.o + oc) * s.spatial();
-        for (int64_t j = 0; j < s.spatial(); ++j) sum += plane[j];
+        int64_t j = 0;
+        for (; j + kLanes <= s.spatial(); j += kLanes) {
+          for (int64_t l = 0; l < kLanes; ++l) sums[l] += plane[j + l];
+        }
+        for (; j < s.spatial(); ++j) sums[j % kLanes] += plane[j];
       }
+      T sum = 0;
+      for (const T v : sums) sum += v;
       grad_bias[oc] = sum;
     }
   });
