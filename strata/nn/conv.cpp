@@ -141,8 +141,7 @@ Tensor convolution(const char* op, const Tensor& input_arg, const Tensor& weight
     // The ReLU's mask comes from the output; a handle without autograd state avoids a cycle output -> node -> output.
     const Tensor result = relu ? out.detach() : Tensor();
     BackwardFn backward = [op, input, weight, params, wanted, result, with_bias](const Tensor& g) {
-      const Tensor zero = scalar_tensor(0, TensorOptions(g.dtype()).device(g.device()));
-      const Tensor dy = result.defined() ? where(gt(result, zero), g, zero) : g;
+      const Tensor dy = result.defined() ? detail::relu_backward(g, result) : g;
       std::vector<Tensor> grads = conv_grads(op, dy, input, weight, params, wanted);
       if (!with_bias) grads.pop_back();
       return grads;

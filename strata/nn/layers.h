@@ -112,6 +112,9 @@ class Conv2d : public Layer {
   explicit Conv2d(const Conv2dOptions& options);
   void reset_parameters();
   Tensor forward(const Tensor& input) override;
+  /// relu(forward(input)) as one fused convolution (functional::conv2d_relu), checking the input's device as
+  /// operator() does. Sequential calls it for a Conv2d followed by a ReLU (Note [Conv2d + ReLU in a Sequential]).
+  Tensor call_with_relu(const Tensor& input);
 
   Conv2dOptions options;
   Tensor weight;

@@ -40,6 +40,12 @@ Tensor Conv2d::forward(const Tensor& input) {
                             options.groups_);
 }
 
+Tensor Conv2d::call_with_relu(const Tensor& input) {
+  check_device(input);
+  return functional::conv2d_relu(input, weight, bias, options.stride_, options.padding_, options.dilation_,
+                                 options.groups_);
+}
+
 Tensor MaxPool2d::forward(const Tensor& input) {
   return functional::max_pool2d(input, options.kernel_size, options.stride_, options.padding_);
 }

@@ -19,6 +19,10 @@ Tensor grad_like(const Tensor& g, const Tensor& input);
 /// reduction dropped them; `dims` empty means all dims). A view with stride 0 on the reduced dims.
 Tensor unreduce(const Tensor& g, const Shape& in_shape, const std::vector<int64_t>& dims, bool keepdim);
 
+/// relu's derivative applied to `g`: g where `x` > 0, else 0, in one kernel. `x` may be relu's input or its output
+/// (the same mask), so fused producers such as conv2d_relu can use it with the result they kept.
+Tensor relu_backward(const Tensor& g, const Tensor& x);
+
 /// Whether grad mode is on and one of `inputs` requires grad (needs_grad for a list of any length).
 bool needs_grad_list(const std::vector<Tensor>& inputs);
 

@@ -379,10 +379,13 @@ Tensor relu(const Tensor& a) {
   check_not_bool("relu", a.dtype(), "");
   Tensor out = unary("relu", relu_slot, a, a.dtype(), a.dtype());
   if (detail::needs_grad({&a})) {
-    record_unary("relu", a, out,
-                 [a](const Tensor& g) { return binary("relu_backward", relu_backward_slot, g, a, g.dtype()); });
+    record_unary("relu", a, out, [a](const Tensor& g) { return detail::relu_backward(g, a); });
   }
   return out;
+}
+
+Tensor detail::relu_backward(const Tensor& g, const Tensor& x) {
+  return binary("relu_backward", relu_backward_slot, g, x, g.dtype());
 }
 
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {

@@ -137,6 +137,29 @@ TEST_P(LayersDnnOnDevice, SmallConvNetRuns) {
             (std::vector<std::string>{"1.running_mean", "1.running_var", "1.num_batches_tracked"}));
 }
 
+TEST_P(LayersDnnOnDevice, SequentialFusesAConv2dFollowedByAReLU) {
+  manual_seed(3);
+  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(2, 3, 3).padding(1).device(device())), nn::ReLU());
+  Tensor x = randn({2, 2, 5, 5}).to(device());
+  x.requires_grad_();
+  // Fused: one conv2d_relu node instead of conv2d then relu.
+  const Tensor fused = net(x);
+  EXPECT_EQ(fused.grad_fn_name(), "conv2d_relu");
+  sum(fused * fused).backward();
+  const std::vector<float> fused_dx = values(x.grad()), fused_dw = values(net.at<nn::Conv2d>(0)->weight.grad());
+  // Layer by layer: the same values and gradients.
+  x.set_grad(Tensor());
+  net.zero_grad();
+  const Tensor separate = (*net[1])((*net[0])(x));
+  EXPECT_EQ(separate.grad_fn_name(), "relu");
+  expect_near(values(fused), values(separate));
+  sum(separate * separate).backward();
+  expect_near(fused_dx, values(x.grad()));
+  expect_near(fused_dw, values(net.at<nn::Conv2d>(0)->weight.grad()));
+  // The fused call checks the input's device as a layer call does.
+  if (device() != kCPU) EXPECT_THROW(net(randn({2, 2, 5, 5})), DeviceMismatchError);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, LayersDnnOnDevice, ::testing::ValuesIn(testing::available_devices()),
                          [](const auto& info) { return testing::device_test_name(info.param); });
 
