@@ -50,7 +50,8 @@ def main():
         tp = os.path.join(a.work, f"torch-{w}.json")
         if os.path.exists(tp):
             t = load(tp)
-            torch_info = {k: t[k] for k in ("version", "threads", "parallel_info", "device", "cuda", "cudnn") if k in t}
+            torch_info = {k: t[k] for k in ("version", "threads", "parallel_info", "environment", "device", "cuda",
+                                            "cudnn") if k in t}
             torch[w] = t["workloads"].get(w, {"metrics": {}})
     if a.compile_seconds and "startup" in torch:
         torch["startup"]["metrics"]["compile_train_program_s"] = {
