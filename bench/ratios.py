@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Merges strata-bench's JSON and an incumbent's (LibTorch from bench/compare-libtorch/run, PyTorch from
 bench/compare-pytorch/run; one file per workload: strata-W.json, torch-W.json), prints per metric Strata / incumbent
-and the issue's targets, and writes everything as one JSON document."""
+and the issue's targets, and writes everything as one JSON document.
+
+With --baseline TOOL,TOOL (files TOOL-W.json in torch_bench's shape; the raw BLAS libraries of blas_bench.cpp), the
+best of those tools per metric is a second baseline, printed as its own ratio beside the incumbent's."""
 import argparse, datetime, json, os, re, subprocess
 
-# Issue 6 targets. "ratio": on Strata / the incumbent; "strata": on Strata's own value.
+# Issue 6 targets. "ratio": on Strata / the incumbent; "baseline": on Strata / the best of the --baseline tools;
+# "strata": on Strata's own value.
 CPU_TARGETS = {
     "epoch_cpu_seconds": ("<=", 0.6, "ratio"),
     "conv2d_cpu_fwd_bwd_ms": ("<=", 0.8, "ratio"),
@@ -14,8 +18,9 @@ CPU_TARGETS = {
     "startup_first_op_ms": ("<=", 50, "strata"),
     "compile_train_program_s": ("<=", 5, "strata"),
 }
+# sgemm: >= 1.0x the best of OpenBLAS/oneDNN, the raw libraries (bench/compare-libtorch/blas_bench.cpp).
 for n in (128, 256, 512, 1024, 2048, 4096):
-    CPU_TARGETS[f"matmul_cpu_n{n}"] = (">=", 1.0, "ratio")
+    CPU_TARGETS[f"matmul_cpu_n{n}"] = (">=", 1.0, "baseline")
 GPU_TARGETS = {
     "vector_add_gpu_into_fraction": (">=", 0.9, "strata"),
     "epoch_gpu_seconds": ("<=", 0.7, "ratio"),
@@ -30,6 +35,25 @@ def load(path):
         return json.load(f)
 
 
+def about(tool_doc):
+    """What a comparison tool says about itself (version, threads, environment...)."""
+    return {k: tool_doc[k] for k in ("version", "threads", "parallel_info", "environment", "device", "cuda", "cudnn")
+            if k in tool_doc}
+
+
+def ratios(key, m, other):
+    """(Strata / other, Strata's time over other's for the same work): below 1 in the second, Strata is faster,
+    whatever the unit. m is Strata's metric, other the value it is compared with."""
+    if not other:
+        return None, None
+    ratio, time_ratio = m["value"] / other, None
+    if m["better"] == "lower":
+        time_ratio = ratio
+    elif m["better"] == "higher" and m["value"] and not key.endswith("_fraction"):
+        time_ratio = other / m["value"]
+    return ratio, time_ratio
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", required=True)
@@ -39,6 +63,8 @@ def main():
     ap.add_argument("--json", required=True)
     ap.add_argument("--against", default="LibTorch")
     ap.add_argument("--targets", choices=("cpu", "gpu"), default="cpu")
+    ap.add_argument("--baseline", default="", help="tools whose best value per metric is a second baseline")
+    ap.add_argument("--baseline-name", default="best BLAS")
     a = ap.parse_args()
 
     targets = CPU_TARGETS if a.targets == "cpu" else GPU_TARGETS
@@ -50,29 +76,45 @@ def main():
         tp = os.path.join(a.work, f"torch-{w}.json")
         if os.path.exists(tp):
             t = load(tp)
-            torch_info = {k: t[k] for k in ("version", "threads", "parallel_info", "device", "cuda", "cudnn") if k in t}
+            torch_info = about(t)
             torch[w] = t["workloads"].get(w, {"metrics": {}})
     if a.compile_seconds and "startup" in torch:
         torch["startup"]["metrics"]["compile_train_program_s"] = {
             "value": float(a.compile_seconds), "unit": "s", "better": "lower"}
+    # The second baseline: per metric, the best value among the --baseline tools, and which tool gave it.
+    tools = [t for t in a.baseline.split(",") if t]
+    baseline, baseline_info, baseline_results = {}, {}, {}
+    for tool in tools:
+        for w in strata:
+            bp = os.path.join(a.work, f"{tool}-{w}.json")
+            if not os.path.exists(bp):
+                continue
+            b = load(bp)
+            baseline_info[tool] = about(b)
+            baseline_results.setdefault(tool, {})[w] = b["workloads"].get(w, {"metrics": {}})
+            for key, m in baseline_results[tool][w]["metrics"].items():
+                best = baseline.get(key)
+                higher = m["better"] == "higher"
+                if best is None or (m["value"] > best["value"] if higher else m["value"] < best["value"]):
+                    baseline[key] = {"value": m["value"], "tool": tool}
+    tools = [t for t in tools if t in baseline_info]  # those that ran (the workloads may not include theirs)
 
     rows = []
     for w, sw in strata.items():
         for key, m in sw.get("metrics", {}).items():
             t = torch.get(w, {}).get("metrics", {}).get(key)
             row = {"workload": w, "key": key, "unit": m["unit"], "better": m["better"], "strata": m["value"],
-                   "incumbent": t["value"] if t else None, "ratio": None, "time_ratio": None}
-            if t and t["value"]:
-                row["ratio"] = m["value"] / t["value"]
-                # Strata's time over the incumbent's: below 1, Strata is faster, whatever the unit.
-                if m["better"] == "lower":
-                    row["time_ratio"] = row["ratio"]
-                elif m["better"] == "higher" and m["value"] and not key.endswith("_fraction"):
-                    row["time_ratio"] = t["value"] / m["value"]
+                   "incumbent": t["value"] if t else None}
+            row["ratio"], row["time_ratio"] = ratios(key, m, row["incumbent"])
+            if tools:
+                b = baseline.get(key)
+                row["baseline"], row["baseline_tool"] = (b["value"], b["tool"]) if b else (None, None)
+                row["baseline_ratio"], row["baseline_time_ratio"] = ratios(key, m, row["baseline"])
             if key in targets:
                 op, bound, on = targets[key]
-                v = row["ratio"] if on == "ratio" else row["strata"]
-                row["target"] = f"{'ratio' if on == 'ratio' else 'strata'} {op} {bound:g}"
+                v = {"ratio": row["ratio"], "baseline": row.get("baseline_ratio"), "strata": row["strata"]}[on]
+                label = {"ratio": "ratio", "baseline": f"{a.baseline_name} ratio", "strata": "strata"}[on]
+                row["target"] = f"{label} {op} {bound:g}"
                 row["met"] = None if v is None else (v <= bound if op == "<=" else v >= bound)
             rows.append(row)
         # The incumbent's extra figures (CuPy's vector add), shown beside ours.
@@ -86,6 +128,9 @@ def main():
            "machine": machine, "lscpu": lscpu, "against": a.against, "incumbent": torch_info,
            "strata_environment": {k: machine.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS")},
            "rows": rows, "strata": strata, "incumbent_results": torch}
+    if tools:
+        doc["baseline"] = {"name": a.baseline_name, "tools": baseline_info}
+        doc["baseline_results"] = baseline_results
     with open(a.json, "w") as f:
         json.dump(doc, f, indent=2)
 
@@ -97,16 +142,24 @@ def main():
 
     print(f"Strata vs {a.against} {torch_info.get('version', '?')} on {torch_info.get('device', machine['cpu'])}, {machine['threads']} threads, "
           f"load average {machine.get('load_average_1min', -1):.2f}; {doc['date']}")
-    print(f"| metric | unit | Strata | {a.against} | Strata / {a.against} | time ratio | target | met |")
-    print(f"| --- | --- | ---: | ---: | ---: | ---: | --- | --- |")
+    # The baseline's two columns only when there is one, so that a table without it reads as before.
+    extra = f" {a.baseline_name} | Strata / {a.baseline_name} |" if tools else ""
+    print(f"| metric | unit | Strata | {a.against} | Strata / {a.against} | time ratio |{extra} target | met |")
+    print(f"| --- | --- | ---: | ---: | ---: | ---: |{' ---: | ---: |' if tools else ''} --- | --- |")
     for w, sw in strata.items():
         if sw.get("skipped"):
-            print(f"| {w} | skipped: {sw.get('skip_reason', '')} | | | | | | |")
+            print(f"| {w} | skipped: {sw.get('skip_reason', '')} | | | | |{' | |' if tools else ''} | |")
     for r in rows:
         met = "" if "target" not in r else ("?" if r["met"] is None else "yes" if r["met"] else "**no**")
+        extra = ""
+        if tools:
+            best = f"{fmt(r['baseline'])} ({r['baseline_tool']})" if r.get("baseline") is not None else "-"
+            extra = f" {best} | {fmt(r.get('baseline_ratio'))} |"
         print(f"| {r['key']} | {r['unit']} | {fmt(r['strata'])} | {fmt(r['incumbent'])} | {fmt(r['ratio'])} | "
-              f"{fmt(r['time_ratio'])} | {r.get('target', '')} | {met} |")
+              f"{fmt(r['time_ratio'])} |{extra} {r.get('target', '')} | {met} |")
     print(f"time ratio: Strata's time over {a.against}'s for the same work (below 1: Strata is faster).")
+    if tools:
+        print(f"{a.baseline_name}: the best of {', '.join(tools)} for each metric, the tool in brackets.")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -260,6 +261,17 @@ Metrics startup(const Options& o) {
   return m;  // compile_train_program_s is added by the script, which does the compiling
 }
 
+// The variables that decide how LibTorch runs (bench/compare-libtorch/run sets them), as this process saw them.
+nlohmann::json environment() {
+  nlohmann::json env = nlohmann::json::object();
+  for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "MALLOC_MMAP_THRESHOLD_",
+                           "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_"}) {
+    const char* value = std::getenv(name);
+    env[name] = value != nullptr ? nlohmann::json(value) : nlohmann::json(nullptr);
+  }
+  return env;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -289,6 +301,7 @@ int main(int argc, char** argv) {
                      {"version", TORCH_VERSION},
                      {"threads", at::get_num_threads()},
                      {"parallel_info", at::get_parallel_info()},
+                     {"environment", environment()},
                      {"workloads", nlohmann::json::object()}};
   for (const auto& [name, run] : all) {
     if (!only.empty() && only.count(name) == 0) continue;
