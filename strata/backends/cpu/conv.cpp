@@ -53,7 +53,8 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
 #if STRATA_HAVE_DNNL
     // oneDNN's sgemm has AVX-512 kernels whatever OPENBLAS_CORETYPE says (Note [Choosing the CPU GEMM]); inside
     // our pool's parallel region it runs on the calling thread.
-    const dnnl::status status = dnnl::sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    const dnnl::status status =
+        dnnl::sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     STRATA_CHECK(status == dnnl::status::success, BackendError, "conv2d: dnnl_sgemm failed with status {}",
                  static_cast<int>(status));
 #else

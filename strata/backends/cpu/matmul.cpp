@@ -32,10 +32,15 @@ namespace {
 //   oneDNN matmul primitive   9    62   242   386   384   361   363   (about 6 us more per call)
 //   cblas_sgemm, 1 thread   197   218   181   199   201   199   201   (OPENBLAS_CORETYPE unset)
 //   same, CORETYPE=Haswell   77    95   100   105   107   106   106   (AVX2 kernels: half)
-// So one product runs on dnnl_sgemm, a batch on the cached matmul primitive (it spreads the batch over the
-// threads: bmm of 64 64x64 matrices 359 GFLOP/s against 81 for a loop of dnnl_sgemm), and products below
-// kSmallGemmFlops on one thread of OpenBLAS (Note [One CPU thread pool]), where oneDNN's fork/join costs more
-// than it saves. oneDNN has no f64 GEMM, so f64 uses cblas_dgemm with rows or batch entries split over our pool.
+// With B transposed (A B^T, as linear's x @ weight.t()) dnnl_sgemm is much slower than the primitive (its brgemm
+// kernels): 64 x 3136 times (128 x 3136)^T 111 against 285 GFLOP/s, n = 256 228 against 307, n = 512 109 against
+// 172 (same program, 2 threads; /tmp measurements of 2026-11-23), while for A B the two are even or sgemm wins.
+// Small products on one thread (calling thread only, see below), n x n, us: n = 64: OpenBLAS with the machine's
+// OPENBLAS_CORETYPE=Haswell 5.9, dnnl_sgemm 2.9; n = 80: 11.2 against 5.5; n = 100: 42.8 against 12.0.
+// So one product runs on dnnl_sgemm unless it is A B^T, a batch on the cached matmul primitive (it spreads the
+// batch over the threads: bmm of 64 64x64 matrices 359 GFLOP/s against 81 for a loop of dnnl_sgemm), and products
+// below kSmallGemmFlops on dnnl_sgemm on the calling thread alone, where a fork/join costs more than it saves.
+// oneDNN has no f64 GEMM, so f64 uses cblas_dgemm with rows or batch entries split over our pool.
 // Builds without oneDNN use OpenBLAS for everything.
 constexpr double kSmallGemmFlops = 2.0 * 80 * 80 * 80;
 // Products below this many flops run on the calling thread: dispatching to the pool costs more.
@@ -180,11 +185,17 @@ void blas_gemm(const Gemm& g, T* out, const T* a, const T* b, bool spread = true
 void sgemm([[maybe_unused]] const char* op, const Gemm& g, float* out, const float* a, const float* b) {
 #if STRATA_HAVE_DNNL
   if (g.flops() >= kSmallGemmFlops) {
-    return g.batch == 1 ? onednn_single_sgemm(op, g, out, a, b) : onednn_sgemm(op, g, out, a, b);
+    // A x B^T (linear's x @ weight.t()) goes to the primitive too: Note [Choosing the CPU GEMM].
+    const bool a_times_b_transposed = !ops::gemm_transposed(g.a) && ops::gemm_transposed(g.b);
+    return g.batch == 1 && !a_times_b_transposed ? onednn_single_sgemm(op, g, out, a, b)
+                                                  : onednn_sgemm(op, g, out, a, b);
   }
-  // Below kSmallGemmFlops on the calling thread: OpenBLAS called from our pool's threads is slow to start
-  // (a 64x64 product split over 2 threads took 69 us, on one 2.6 us).
-  return blas_gemm<float>(g, out, a, b, /*spread=*/false);
+  // Below kSmallGemmFlops on the calling thread (a 64x64 product split over 2 threads took 69 us, on one 2.6 us),
+  // on oneDNN's sgemm held to that thread: twice OpenBLAS there (Note [Choosing the CPU GEMM]).
+  const CallingThreadOnly one_thread;
+  for (int64_t i = 0; i < g.batch; ++i) {
+    onednn_single_sgemm(op, g, out + i * g.m * g.n, a + i * g.a.strides[0], b + i * g.b.strides[0]);
+  }
 #else
   blas_gemm<float>(g, out, a, b);
 #endif
