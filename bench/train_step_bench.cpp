@@ -14,6 +14,7 @@
 #include "strata/optim/sgd.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
+#include "trainer.h"
 
 namespace {
 
@@ -85,20 +86,9 @@ void BM_CrossEntropy(benchmark::State& s) {
       s.range(0) != 0);
 }
 
-// The whole step, as strata-train's reference recipe runs it.
+// The whole step, as strata-train's reference recipe runs it (its network, from the trainer library).
 void BM_Step(benchmark::State& state) {
-  namespace nn = strata::nn;
-  auto net = std::make_shared<nn::Sequential>();
-  net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 32, 3).padding(1)));
-  net->push_back(std::make_shared<nn::ReLU>());
-  net->push_back(std::make_shared<nn::MaxPool2d>(nn::MaxPool2dOptions(2)));
-  net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(32, 64, 3).padding(1)));
-  net->push_back(std::make_shared<nn::ReLU>());
-  net->push_back(std::make_shared<nn::MaxPool2d>(nn::MaxPool2dOptions(2)));
-  net->push_back(std::make_shared<nn::Flatten>());
-  net->push_back(std::make_shared<nn::Linear>(64 * 7 * 7, 128));
-  net->push_back(std::make_shared<nn::ReLU>());
-  net->push_back(std::make_shared<nn::Linear>(128, 10));
+  const auto net = strata::train::reference_network(strata::kCPU);
   strata::optim::SGD sgd(net->parameters(), strata::optim::SGDOptions(0.01).momentum(0.9));
   const Tensor images = strata::rand({kBatch, 1, 28, 28}, strata::DType::F32);
   const Tensor target = strata::randint(0, 10, {kBatch});

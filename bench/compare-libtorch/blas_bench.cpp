@@ -28,34 +28,12 @@ char* openblas_get_config(void);
 char* openblas_get_corename(void);
 }
 
+#include "common.h"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// median_seconds and seconds_per_call as torch_bench's (and strata-bench's): one warm-up call, then batches of
-// calls lasting ~20 ms each, median per call.
-double median_seconds(const std::function<void()>& fn, int repeats, int warmup = 1) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < std::max(repeats, 1); ++i) {
-    const auto s = Clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(Clock::now() - s).count());
-  }
-  std::sort(t.begin(), t.end());
-  const size_t n = t.size();
-  return n % 2 == 1 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
-
-double seconds_per_call(const std::function<void()>& fn, int repeats, double batch_s = 0.02) {
-  fn();
-  const double once = median_seconds(fn, 1, 0);
-  const int batch = once < batch_s ? static_cast<int>(std::min(1e6, batch_s / std::max(once, 1e-9))) : 1;
-  const auto batched = [&] {
-    for (int i = 0; i < batch; ++i) fn();
-  };
-  return median_seconds(batched, repeats, 0) / batch;
-}
+using compare::environment;
+using compare::seconds_per_call;
 
 using Sgemm = std::function<void(int64_t n, const float* a, const float* b, float* c)>;
 
@@ -87,17 +65,6 @@ nlohmann::json matmul(const Sgemm& sgemm, bool quick) {
         {"value", 2.0 * n * n * n / s / 1e9}, {"unit", "GFLOP/s"}, {"better", "higher"}};
   }
   return m;
-}
-
-// The variables that decide how the libraries run, as this process saw them (as torch_bench's).
-nlohmann::json environment() {
-  nlohmann::json env = nlohmann::json::object();
-  for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "MALLOC_MMAP_THRESHOLD_",
-                           "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_"}) {
-    const char* value = std::getenv(name);
-    env[name] = value != nullptr ? nlohmann::json(value) : nlohmann::json(nullptr);
-  }
-  return env;
 }
 
 }  // namespace

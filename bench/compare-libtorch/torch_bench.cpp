@@ -21,30 +21,15 @@
 
 extern char** environ;
 
+#include "common.h"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using compare::Clock;
 
-double median_seconds(const std::function<void()>& fn, int repeats, int warmup = 1) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < std::max(repeats, 1); ++i) {
-    const auto s = Clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(Clock::now() - s).count());
-  }
-  std::sort(t.begin(), t.end());
-  const size_t n = t.size();
-  return n % 2 == 1 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-}
-
-// As strata-bench's: one warm-up call, then batches of calls lasting ~20 ms each, median per call.
-double seconds_per_call(const std::function<void()>& fn, int repeats, double batch_s = 0.02) {
-  fn();
-  const double once = median_seconds(fn, 1, 0);
-  const int batch = once < batch_s ? static_cast<int>(std::min(1e6, batch_s / std::max(once, 1e-9))) : 1;
-  return median_seconds([&] { for (int i = 0; i < batch; ++i) fn(); }, repeats, 0) / batch;
-}
+using compare::median_seconds;
+using compare::environment;
+using compare::seconds_per_call;
 
 double ns_per_call(const std::function<void()>& fn, int calls, int repeats) {
   return median_seconds([&] { for (int i = 0; i < calls; ++i) fn(); }, repeats) / calls * 1e9;
@@ -259,17 +244,6 @@ Metrics startup(const Options& o) {
         "lower");
   }
   return m;  // compile_train_program_s is added by the script, which does the compiling
-}
-
-// The variables that decide how LibTorch runs (bench/compare-libtorch/run sets them), as this process saw them.
-nlohmann::json environment() {
-  nlohmann::json env = nlohmann::json::object();
-  for (const char* name : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "MALLOC_MMAP_THRESHOLD_",
-                           "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_"}) {
-    const char* value = std::getenv(name);
-    env[name] = value != nullptr ? nlohmann::json(value) : nlohmann::json(nullptr);
-  }
-  return env;
 }
 
 }  // namespace

@@ -34,6 +34,11 @@ constexpr const char* kSchedulerPrefix = "scheduler.";
 
 const char* recipe_name(Recipe r) { return r == Recipe::Reference ? "reference" : "fast"; }
 
+// The seed of an epoch's augmentation: runs resumed at epoch k draw the same flips as uninterrupted ones.
+uint64_t epoch_seed(uint64_t seed, int64_t epoch) { return seed * 1000003ull + static_cast<uint64_t>(epoch); }
+
+}  // namespace
+
 std::shared_ptr<nn::Sequential> reference_network(Device device) {
   auto net = std::make_shared<nn::Sequential>();
   net->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 32, 3).padding(1)));
@@ -49,11 +54,6 @@ std::shared_ptr<nn::Sequential> reference_network(Device device) {
   net->to(device);
   return net;
 }
-
-// The seed of an epoch's augmentation: runs resumed at epoch k draw the same flips as uninterrupted ones.
-uint64_t epoch_seed(uint64_t seed, int64_t epoch) { return seed * 1000003ull + static_cast<uint64_t>(epoch); }
-
-}  // namespace
 
 class Network {
  public:

@@ -14,6 +14,7 @@
 
 #include "strata/core/device.h"
 #include "strata/data/dataset.h"
+#include "strata/nn/layers.h"
 
 namespace strata::train {
 
@@ -53,7 +54,10 @@ struct EpochReport {
 using StepCallback = std::function<void(int64_t step, int64_t steps)>;
 
 /// The reference network: Conv(1->32,3x3,pad 1)-ReLU-MaxPool(2) -> Conv(32->64,3x3,pad 1)-ReLU-MaxPool(2) -> Flatten
-/// -> Linear(3136->128)-ReLU -> Linear(128->10), for [N, 1, 28, 28] inputs.
+/// -> Linear(3136->128)-ReLU -> Linear(128->10), for [N, 1, 28, 28] inputs, freshly initialised on `device`.
+std::shared_ptr<nn::Sequential> reference_network(Device device);
+
+/// The reference network with its optimizer and schedule (trainer.cpp).
 class Network;
 
 class Trainer {
