@@ -2,6 +2,7 @@
 #include "strata/runtime/allocator.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -103,7 +104,7 @@ struct Block {
   NativeStream stream = nullptr;
   Pool* pool = nullptr;
   std::size_t requested = 0;  // while allocated: the bytes the caller asked for
-  bool allocated = false;
+  bool cached = false;        // in its pool, where a freed neighbour merges with it
   Block* prev = nullptr;
   Block* next = nullptr;
 };
@@ -154,6 +155,9 @@ struct CachingAllocator::State {
   Pool small_pool{BlockOrder{}, RecyclingAllocator<Block*>(&pool_nodes)};
   Pool large_pool{BlockOrder{}, RecyclingAllocator<Block*>(&pool_nodes)};
   std::unordered_set<Block*> segments;  // the first block of every segment
+  // Freed small blocks not yet in their pool, oldest first (Note [Recently freed blocks]).
+  std::array<Block*, 16> recent{};
+  std::size_t recent_count = 0;
   MemoryStats stats;
 
   Block* new_block() { return new (spare_blocks.take(sizeof(Block))) Block{}; }
@@ -171,6 +175,7 @@ struct CachingAllocator::State {
     if (it == pool.end() || (*it)->stream != stream) return nullptr;
     Block* block = *it;
     pool.erase(it);
+    block->cached = false;
     return block;
   }
 
@@ -191,20 +196,51 @@ struct CachingAllocator::State {
     block->next = rest;
     block->size = size;
     block->pool->insert(rest);
+    rest->cached = true;
   }
 
-  // Merges the free block `block` with free neighbours, keeping the lower block, and puts the result in its pool.
+  // Merges the free block `block` with cached neighbours, keeping the lower block, and puts the result in its pool.
   void free_block(Block* block) {
-    if (Block* prev = block->prev; prev != nullptr && !prev->allocated) {
+    if (Block* prev = block->prev; prev != nullptr && prev->cached) {
       prev->pool->erase(prev);
       absorb_next(prev);
       block = prev;
     }
-    if (Block* next = block->next; next != nullptr && !next->allocated) {
+    if (Block* next = block->next; next != nullptr && next->cached) {
       next->pool->erase(next);
       absorb_next(block);
     }
     block->pool->insert(block);
+    block->cached = true;
+  }
+
+  // A block of `size` freed recently on `stream`, taken off the list; nullptr when there is none.
+  Block* take_recent(NativeStream stream, std::size_t size) {
+    for (std::size_t i = recent_count; i-- > 0;) {
+      Block* block = recent[i];
+      if (block->size == size && block->stream == stream) {
+        std::copy(recent.begin() + i + 1, recent.begin() + recent_count, recent.begin() + i);
+        --recent_count;
+        return block;
+      }
+    }
+    return nullptr;
+  }
+
+  // Keeps the freed small block `block` on the list of recent ones; the oldest goes to its pool when it is full.
+  void keep_recent(Block* block) {
+    if (recent_count == recent.size()) {
+      free_block(recent[0]);
+      std::copy(recent.begin() + 1, recent.end(), recent.begin());
+      --recent_count;
+    }
+    recent[recent_count++] = block;
+  }
+
+  // Puts every recently freed block in its pool, merged with its neighbours.
+  void return_recent() {
+    for (std::size_t i = 0; i < recent_count; ++i) free_block(recent[i]);
+    recent_count = 0;
   }
 
   void absorb_next(Block* block) {
@@ -235,6 +271,7 @@ struct CachingAllocator::State {
 
   // Returns every cached segment that is wholly free to the backend; the bytes released.
   std::size_t release_cached_segments() {
+    return_recent();
     std::size_t released = 0;
     for (Pool* pool : {&small_pool, &large_pool}) {
       for (auto it = pool->begin(); it != pool->end();) {
@@ -266,7 +303,8 @@ struct CachingAllocator::State {
     return fits_limit(usual) ? usual : size;
   }
 
-  std::size_t largest_free_block() const {
+  std::size_t largest_free_block() {
+    return_recent();
     std::size_t largest = 0;
     for (const Pool* pool : {&small_pool, &large_pool}) {
       for (const Block* block : *pool) largest = std::max(largest, block->size);
@@ -348,10 +386,13 @@ DataPtr CachingAllocator::allocate(std::size_t bytes, NativeStream stream, const
   std::lock_guard lock(s.mutex);
   const std::size_t size = bytes > kMaxRequest ? bytes : rounded_size(bytes);
   Pool& pool = size <= kSmallSize ? s.small_pool : s.large_pool;
-  Block* block = s.take_cached(pool, stream, size);
-  if (block == nullptr) block = s.reserve(pool, stream, bytes, size, op);
-  s.split(block, size);
-  block->allocated = true;
+  Block* block = &pool == &s.small_pool ? s.take_recent(stream, size) : nullptr;
+  if (block == nullptr) {
+    s.return_recent();  // see Note [Recently freed blocks]
+    block = s.take_cached(pool, stream, size);
+    if (block == nullptr) block = s.reserve(pool, stream, bytes, size, op);
+    s.split(block, size);
+  }
   block->requested = bytes;
   add(s.stats.allocated_bytes, as_signed(size));
   add(s.stats.active_bytes, as_signed(block->size));
@@ -370,9 +411,12 @@ void CachingAllocator::release(void* opaque) {
   add(s.stats.allocated_blocks, -1);
   add(s.stats.active_blocks, -1);
   s.stats.requested_bytes -= as_signed(block->requested);
-  block->allocated = false;
   block->requested = 0;
-  s.free_block(block);
+  if (block->pool == &s.small_pool) {
+    s.keep_recent(block);
+  } else {
+    s.free_block(block);
+  }
 }
 
 void CachingAllocator::empty_cache() {

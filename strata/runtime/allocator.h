@@ -67,6 +67,15 @@ class DataPtr {
 // Note [Why blocks are per stream]
 // A freed block may still be read by kernels queued on its stream. Reusing it on the same stream is safe because
 // the stream runs in order; handing it to another stream would need an event. We keep the simple, safe rule.
+//
+// Note [Recently freed blocks]
+// Programs free and allocate blocks of the same sizes over and over (every op allocates its result). Merging a
+// freed small block into its pool and splitting it off again costs more than the rest of a tiny op's allocation, so
+// the last 16 freed small blocks wait on a list, unmerged, and an allocation of the same rounded size on the same
+// stream takes the most recent one back. Anything else — another allocation, empty_cache, the largest free block,
+// the summary, running out of memory — first returns the waiting blocks to their pools, merged with their free
+// neighbours, so it sees the same free memory as if they had been merged when freed. Statistics count a waiting
+// block as freed (it is cached, not allocated or active).
 
 class CachingAllocator {
  public:
