@@ -5,6 +5,7 @@
 #include "strata/core/error.h"
 #include "strata/runtime/pinned.h"
 #include "strata/runtime/registry.h"
+#include "strata/runtime/thread_cache.h"
 #include "strata/tensor/op_call.h"
 
 namespace strata {
@@ -20,7 +21,7 @@ Tensor empty(const Shape& shape, TensorOptions options) {
   const Device device = resolve(options.device_);
   STRATA_CHECK(!options.pinned_ || device.is_cpu(), InvalidArgumentError,
                "empty: only CPU tensors can be pinned, not tensors on {}", device);
-  auto storage = std::make_shared<Storage>();
+  auto storage = std::allocate_shared<Storage>(ThreadCacheAllocator<Storage>());  // Note [Tensor handles are ...]
   storage->nbytes = static_cast<std::size_t>(numel(shape)) * dtype_size(options.dtype_);
   storage->device = device;
   storage->pinned = options.pinned_;
