@@ -5,6 +5,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "strata/core/device.h"
 #include "strata/runtime/backend.h"
@@ -35,7 +36,12 @@ class DataPtr {
   DataPtr() = default;
   DataPtr(void* ptr, std::size_t size, Device device, CachingAllocator* owner, void* block)
       : ptr_(ptr), size_(size), device_(device), owner_(owner), block_(block) {}
-  DataPtr(DataPtr&& other) noexcept { *this = std::move(other); }
+  DataPtr(DataPtr&& other) noexcept
+      : ptr_(std::exchange(other.ptr_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        device_(other.device_),
+        owner_(std::exchange(other.owner_, nullptr)),
+        block_(std::exchange(other.block_, nullptr)) {}
   DataPtr& operator=(DataPtr&& other) noexcept;
   DataPtr(const DataPtr&) = delete;
   DataPtr& operator=(const DataPtr&) = delete;
