@@ -43,7 +43,7 @@ struct Block;
 
 // Note [The allocator recycles its bookkeeping]
 // Allocating a small block splits it off a cached one and freeing it merges it back: one Block and two pool nodes
-// are created and destroyed per allocate/free pair. Taking them from the heap each time was a quarter of a
+// are created and destroyed per allocate/free pair. Taking them from the heap each time was an eighth of a
 // 16-element add, so the allocator keeps what it drops on free lists of its own (under its mutex) and takes from
 // them first. The lists hold at most what the pools and segments once held at their peak.
 

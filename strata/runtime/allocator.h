@@ -76,7 +76,7 @@ class DataPtr {
 //
 // Note [Recently freed blocks]
 // Programs free and allocate blocks of the same sizes over and over (every op allocates its result). Merging a
-// freed small block into its pool and splitting it off again costs more than the rest of a tiny op's allocation, so
+// freed small block into its pool and splitting it off again was half the cost of a tiny op's allocate and free, so
 // the last 16 freed small blocks wait on a list, unmerged, and an allocation of the same rounded size on the same
 // stream takes the most recent one back. Anything else — another allocation, empty_cache, the largest free block,
 // the summary, running out of memory — first returns the waiting blocks to their pools, merged with their free
