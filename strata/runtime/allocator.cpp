@@ -14,6 +14,7 @@
 #include "strata/core/error.h"
 #include "strata/runtime/memory_report.h"
 #include "strata/runtime/plugin.h"
+#include "strata/runtime/thread_cache.h"
 #include "strata/runtime/transfer.h"
 
 namespace strata {
@@ -41,60 +42,12 @@ std::size_t segment_size(std::size_t size) {
 
 struct Block;
 
-// Note [The allocator recycles its bookkeeping]
-// Allocating a small block splits it off a cached one and freeing it merges it back: one Block and two pool nodes
-// are created and destroyed per allocate/free pair. Taking them from the heap each time was an eighth of a
-// 16-element add, so the allocator keeps what it drops on free lists of its own (under its mutex) and takes from
-// them first. The lists hold at most what the pools and segments once held at their peak.
-
-/// Memory for objects of one size, kept for reuse instead of being returned to the heap.
-class FreeList {
- public:
-  FreeList() = default;
-  FreeList(const FreeList&) = delete;
-  FreeList& operator=(const FreeList&) = delete;
-  ~FreeList() {
-    while (head_ != nullptr) ::operator delete(std::exchange(head_, head_->next));
-  }
-  void* take(std::size_t bytes) {
-    if (head_ == nullptr) return ::operator new(std::max(bytes, sizeof(Entry)));
-    return std::exchange(head_, head_->next);
-  }
-  void give(void* p) { head_ = new (p) Entry{head_}; }
-
- private:
-  struct Entry {
-    Entry* next;
-  };
-  Entry* head_ = nullptr;
-};
-
-/// The pools' node allocator: single nodes come from and go to a FreeList (all nodes of a pool have one size).
-template <typename T>
-struct RecyclingAllocator {
-  using value_type = T;
-  FreeList* nodes;
-  explicit RecyclingAllocator(FreeList* list) : nodes(list) {}
-  template <typename U>
-  RecyclingAllocator(const RecyclingAllocator<U>& other) : nodes(other.nodes) {}  // NOLINT: rebinding
-  T* allocate(std::size_t n) {
-    return static_cast<T*>(n == 1 ? nodes->take(sizeof(T)) : ::operator new(n * sizeof(T)));
-  }
-  void deallocate(T* p, std::size_t n) {
-    if (n == 1) {
-      nodes->give(p);
-    } else {
-      ::operator delete(p);
-    }
-  }
-  friend bool operator==(const RecyclingAllocator& a, const RecyclingAllocator& b) { return a.nodes == b.nodes; }
-};
-
 // Cached blocks are ordered by stream first, so that a lookup never leaves its stream, then by size (best fit).
 struct BlockOrder {
   bool operator()(const Block* a, const Block* b) const;
 };
-using Pool = std::set<Block*, BlockOrder, RecyclingAllocator<Block*>>;
+// Blocks and pool nodes are made and dropped by every split and merge (Note [Small objects are recycled per thread]).
+using Pool = std::set<Block*, BlockOrder, ThreadCacheAllocator<Block*>>;
 
 // A piece of a segment. The blocks of one segment form a list in address order; the first block of a segment
 // (prev == nullptr) is never deleted while the segment lives, because merging keeps the lower block.
@@ -148,22 +101,18 @@ struct CachingAllocator::State {
   std::unique_ptr<MemoryResource> resource;
   Device device;
   mutable std::mutex mutex;
-  // Declared before the pools, which give their nodes back to it when they go (Note [The allocator recycles its
-  // bookkeeping]).
-  FreeList pool_nodes;
-  FreeList spare_blocks;
-  Pool small_pool{BlockOrder{}, RecyclingAllocator<Block*>(&pool_nodes)};
-  Pool large_pool{BlockOrder{}, RecyclingAllocator<Block*>(&pool_nodes)};
+  Pool small_pool;
+  Pool large_pool;
   std::unordered_set<Block*> segments;  // the first block of every segment
   // Freed small blocks not yet in their pool, oldest first (Note [Recently freed blocks]).
   std::array<Block*, 16> recent{};
   std::size_t recent_count = 0;
   MemoryStats stats;
 
-  Block* new_block() { return new (spare_blocks.take(sizeof(Block))) Block{}; }
-  void delete_block(Block* block) {
+  static Block* new_block() { return new (ThreadCacheAllocator<Block>().allocate(1)) Block{}; }
+  static void delete_block(Block* block) {
     block->~Block();
-    spare_blocks.give(block);
+    ThreadCacheAllocator<Block>().deallocate(block, 1);
   }
 
   // The best-fitting cached block for `size` on `stream`, taken out of its pool; nullptr when none fits.

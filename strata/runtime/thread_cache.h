@@ -6,9 +6,10 @@
 
 namespace strata {
 
-// Note [Tensor handles are recycled per thread]
-// Every op makes a TensorImpl for its result and a Storage for the result's memory, and most of them die as soon as
-// the next op has read them. malloc and free of these two small objects were an eighth of a 16-element add, so each
+// Note [Small objects are recycled per thread]
+// Every op makes a TensorImpl for its result and a Storage for the result's memory, and the caching allocator
+// splits a Block off a cached one (two pool nodes) and merges it back when the memory is freed; most of these small
+// objects die as soon as the next op has run. malloc and free of them were a quarter of a 16-element add, so each
 // thread keeps up to 64 freed blocks of each of their sizes and hands them out again, as malloc's own per-thread
 // cache does, without its checks. A block freed on another thread than the one that allocated it joins the freeing
 // thread's list; a thread's lists go back to the heap when it ends. Builds with AddressSanitizer bypass the lists,
@@ -61,7 +62,7 @@ struct ThreadCacheCloser {
 }  // namespace detail
 
 /// A standard allocator whose single objects come from, and go back to, the calling thread's list of freed blocks
-/// of their size (Note [Tensor handles are recycled per thread]). For small objects made and dropped at a high rate.
+/// of their size (Note [Small objects are recycled per thread]). For small objects made and dropped at a high rate.
 template <typename T>
 class ThreadCacheAllocator {
  public:

@@ -23,7 +23,7 @@ Tensor empty(const Shape& shape, TensorOptions options) {
                "empty: only CPU tensors can be pinned, not tensors on {}", device);
   const std::size_t nbytes = static_cast<std::size_t>(numel(shape)) * dtype_size(options.dtype_);
   DataPtr data = options.pinned_ ? allocate_pinned(nbytes) : allocate(device, nbytes);
-  // Note [Tensor handles are recycled per thread]
+  // Note [Small objects are recycled per thread]
   auto storage =
       std::allocate_shared<Storage>(ThreadCacheAllocator<Storage>(), std::move(data), nbytes, device, options.pinned_);
   return Tensor(std::move(storage), options.dtype_, shape, contiguous_strides(shape), 0);

@@ -1,4 +1,4 @@
-// The per-thread lists of freed tensor handles (Note [Tensor handles are recycled per thread]), and tensors that
+// The per-thread lists of freed small objects (Note [Small objects are recycled per thread]), and tensors that
 // are made on one thread and dropped on another.
 #include "strata/runtime/thread_cache.h"
 
