@@ -9,7 +9,7 @@ namespace strata {
 // Note [Small objects are recycled per thread]
 // Every op makes a TensorImpl for its result and a Storage for the result's memory, and the caching allocator
 // splits a Block off a cached one (two pool nodes) and merges it back when the memory is freed; most of these small
-// objects die as soon as the next op has run. malloc and free of them were a quarter of a 16-element add, so each
+// objects die as soon as the next op has run. malloc and free of them were a fifth of a 16-element add, so each
 // thread keeps up to 64 freed blocks of each of their sizes and hands them out again, as malloc's own per-thread
 // cache does, without its checks. A block freed on another thread than the one that allocated it joins the freeing
 // thread's list; a thread's lists go back to the heap when it ends. Builds with AddressSanitizer bypass the lists,
