@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace strata {
@@ -27,9 +29,14 @@ class SmallVector {
     assign(first, last);
   }
   SmallVector(const std::vector<T>& v) { assign(v.begin(), v.end()); }  // NOLINT
-  SmallVector(const SmallVector& other) { assign(other.begin(), other.end()); }
+  SmallVector(const SmallVector& other) { *this = other; }
   SmallVector& operator=(const SmallVector& other) {
-    if (this != &other) assign(other.begin(), other.end());
+    if (this == &other) return *this;
+    if (other.size_ <= N) {
+      copy_inline(other);
+    } else {
+      assign(other.begin(), other.end());
+    }
     return *this;
   }
   SmallVector(SmallVector&& other) noexcept { *this = std::move(other); }
@@ -39,13 +46,10 @@ class SmallVector {
       heap_ = std::move(other.heap_);
       data_ = heap_.get();
       capacity_ = other.capacity_;
+      size_ = other.size_;
     } else {
-      heap_.reset();
-      data_ = inline_;
-      capacity_ = N;
-      std::copy(other.inline_, other.inline_ + other.size_, inline_);
+      copy_inline(other);
     }
-    size_ = other.size_;
     other.data_ = other.inline_;
     other.capacity_ = N;
     other.size_ = 0;
@@ -104,10 +108,28 @@ class SmallVector {
   std::vector<T> vec() const { return std::vector<T>(begin(), end()); }
 
   friend bool operator==(const SmallVector& a, const SmallVector& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    if (a.size_ != b.size_) return false;
+    // A plain loop: std::equal becomes a call to memcmp, which costs more than comparing a few dimensions.
+    for (std::size_t i = 0; i < a.size_; ++i) {
+      if (a.data_[i] != b.data_[i]) return false;
+    }
+    return true;
   }
 
  private:
+  // Copies a vector of at most N elements into inline storage. Shapes are copied on every op, so this copies all N
+  // slots with one fixed-size memcpy, which the compiler turns into a few moves, rather than size_ of them through
+  // a call to memmove. Reading past other's size is fine: inline storage has N initialised slots, and a heap buffer
+  // is only ever made bigger than N, with every slot initialised.
+  void copy_inline(const SmallVector& other) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::memcpy(inline_, other.data_, sizeof inline_);
+    heap_.reset();
+    data_ = inline_;
+    capacity_ = N;
+    size_ = other.size_;
+  }
+
   T inline_[N] = {};
   std::unique_ptr<T[]> heap_;
   T* data_ = inline_;

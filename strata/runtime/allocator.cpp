@@ -2,9 +2,11 @@
 #include "strata/runtime/allocator.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <new>
 #include <set>
 #include <unordered_set>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "strata/core/error.h"
 #include "strata/runtime/memory_report.h"
 #include "strata/runtime/plugin.h"
+#include "strata/runtime/thread_cache.h"
 #include "strata/runtime/transfer.h"
 
 namespace strata {
@@ -43,7 +46,8 @@ struct Block;
 struct BlockOrder {
   bool operator()(const Block* a, const Block* b) const;
 };
-using Pool = std::set<Block*, BlockOrder>;
+// Blocks and pool nodes are made and dropped by every split and merge (Note [Small objects are recycled per thread]).
+using Pool = std::set<Block*, BlockOrder, ThreadCacheAllocator<Block*>>;
 
 // A piece of a segment. The blocks of one segment form a list in address order; the first block of a segment
 // (prev == nullptr) is never deleted while the segment lives, because merging keeps the lower block.
@@ -53,7 +57,7 @@ struct Block {
   NativeStream stream = nullptr;
   Pool* pool = nullptr;
   std::size_t requested = 0;  // while allocated: the bytes the caller asked for
-  bool allocated = false;
+  bool cached = false;        // in its pool, where a freed neighbour merges with it
   Block* prev = nullptr;
   Block* next = nullptr;
 };
@@ -100,7 +104,16 @@ struct CachingAllocator::State {
   Pool small_pool;
   Pool large_pool;
   std::unordered_set<Block*> segments;  // the first block of every segment
+  // Freed small blocks not yet in their pool, oldest first (Note [Recently freed blocks]).
+  std::array<Block*, 16> recent{};
+  std::size_t recent_count = 0;
   MemoryStats stats;
+
+  static Block* new_block() { return new (ThreadCacheAllocator<Block>().allocate(1)) Block{}; }
+  static void delete_block(Block* block) {
+    block->~Block();
+    ThreadCacheAllocator<Block>().deallocate(block, 1);
+  }
 
   // The best-fitting cached block for `size` on `stream`, taken out of its pool; nullptr when none fits.
   Block* take_cached(Pool& pool, NativeStream stream, std::size_t size) {
@@ -111,6 +124,7 @@ struct CachingAllocator::State {
     if (it == pool.end() || (*it)->stream != stream) return nullptr;
     Block* block = *it;
     pool.erase(it);
+    block->cached = false;
     return block;
   }
 
@@ -120,55 +134,93 @@ struct CachingAllocator::State {
     const std::size_t rest_size = block->size - size;
     const bool worth_it = block->pool == &small_pool ? rest_size >= kMinBlockSize : rest_size > kSmallSize;
     if (!worth_it) return;
-    auto rest = std::make_unique<Block>();
+    Block* rest = new_block();
     rest->ptr = static_cast<char*>(block->ptr) + size;
     rest->size = rest_size;
     rest->stream = block->stream;
     rest->pool = block->pool;
     rest->prev = block;
     rest->next = block->next;
-    if (block->next != nullptr) block->next->prev = rest.get();
-    block->next = rest.get();
+    if (block->next != nullptr) block->next->prev = rest;
+    block->next = rest;
     block->size = size;
-    block->pool->insert(rest.release());
+    block->pool->insert(rest);
+    rest->cached = true;
   }
 
-  // Merges the free block `block` with free neighbours, keeping the lower block, and puts the result in its pool.
+  // Merges the free block `block` with cached neighbours, keeping the lower block, and puts the result in its pool.
   void free_block(Block* block) {
-    if (Block* prev = block->prev; prev != nullptr && !prev->allocated) {
+    if (Block* prev = block->prev; prev != nullptr && prev->cached) {
       prev->pool->erase(prev);
       absorb_next(prev);
       block = prev;
     }
-    if (Block* next = block->next; next != nullptr && !next->allocated) {
+    if (Block* next = block->next; next != nullptr && next->cached) {
       next->pool->erase(next);
       absorb_next(block);
     }
     block->pool->insert(block);
+    block->cached = true;
   }
 
-  static void absorb_next(Block* block) {
-    std::unique_ptr<Block> next(block->next);
+  // A block of `size` freed recently on `stream`, taken off the list; nullptr when there is none.
+  Block* take_recent(NativeStream stream, std::size_t size) {
+    for (std::size_t i = recent_count; i-- > 0;) {
+      Block* block = recent[i];
+      if (block->size == size && block->stream == stream) {
+        std::copy(recent.begin() + i + 1, recent.begin() + recent_count, recent.begin() + i);
+        --recent_count;
+        return block;
+      }
+    }
+    return nullptr;
+  }
+
+  // Keeps the freed small block `block` on the list of recent ones; the oldest goes to its pool when it is full.
+  void keep_recent(Block* block) {
+    if (recent_count == recent.size()) {
+      free_block(recent[0]);
+      std::copy(recent.begin() + 1, recent.end(), recent.begin());
+      --recent_count;
+    }
+    recent[recent_count++] = block;
+  }
+
+  // Puts every recently freed block in its pool, merged with its neighbours.
+  void return_recent() {
+    for (std::size_t i = 0; i < recent_count; ++i) free_block(recent[i]);
+    recent_count = 0;
+  }
+
+  void absorb_next(Block* block) {
+    Block* next = block->next;
     block->size += next->size;
     block->next = next->next;
     if (block->next != nullptr) block->next->prev = block;
+    delete_block(next);
   }
 
   Block* new_segment(Pool& pool, NativeStream stream, void* ptr, std::size_t bytes) {
-    auto block = std::make_unique<Block>();
+    Block* block = new_block();
     block->ptr = ptr;
     block->size = bytes;
     block->stream = stream;
     block->pool = &pool;
-    segments.insert(block.get());
+    try {
+      segments.insert(block);
+    } catch (...) {
+      delete_block(block);
+      throw;
+    }
     add(stats.reserved_bytes, as_signed(bytes));
     add(stats.reserved_segments, 1);
     ++stats.backend_allocations;
-    return block.release();
+    return block;
   }
 
   // Returns every cached segment that is wholly free to the backend; the bytes released.
   std::size_t release_cached_segments() {
+    return_recent();
     std::size_t released = 0;
     for (Pool* pool : {&small_pool, &large_pool}) {
       for (auto it = pool->begin(); it != pool->end();) {
@@ -179,12 +231,12 @@ struct CachingAllocator::State {
         }
         resource->free(block->ptr, block->size);  // when this throws, the segment stays cached
         it = pool->erase(it);
-        std::unique_ptr<Block> owned(block);
         segments.erase(block);
         released += block->size;
         add(stats.reserved_bytes, -as_signed(block->size));
         add(stats.reserved_segments, -1);
         ++stats.backend_frees;
+        delete_block(block);
       }
     }
     return released;
@@ -200,7 +252,8 @@ struct CachingAllocator::State {
     return fits_limit(usual) ? usual : size;
   }
 
-  std::size_t largest_free_block() const {
+  std::size_t largest_free_block() {
+    return_recent();
     std::size_t largest = 0;
     for (const Pool* pool : {&small_pool, &large_pool}) {
       for (const Block* block : *pool) largest = std::max(largest, block->size);
@@ -270,10 +323,7 @@ CachingAllocator::~CachingAllocator() {
     // A backend that fails while shutting down keeps its memory; nothing else can be done in a destructor.
   }
   for (Block* head : state_->segments) {
-    for (Block* block = head; block != nullptr;) {
-      std::unique_ptr<Block> owned(block);
-      block = block->next;
-    }
+    for (Block* block = head; block != nullptr;) state_->delete_block(std::exchange(block, block->next));
   }
 }
 
@@ -285,10 +335,13 @@ DataPtr CachingAllocator::allocate(std::size_t bytes, NativeStream stream, const
   std::lock_guard lock(s.mutex);
   const std::size_t size = bytes > kMaxRequest ? bytes : rounded_size(bytes);
   Pool& pool = size <= kSmallSize ? s.small_pool : s.large_pool;
-  Block* block = s.take_cached(pool, stream, size);
-  if (block == nullptr) block = s.reserve(pool, stream, bytes, size, op);
-  s.split(block, size);
-  block->allocated = true;
+  Block* block = &pool == &s.small_pool ? s.take_recent(stream, size) : nullptr;
+  if (block == nullptr) {
+    s.return_recent();  // see Note [Recently freed blocks]
+    block = s.take_cached(pool, stream, size);
+    if (block == nullptr) block = s.reserve(pool, stream, bytes, size, op);
+    s.split(block, size);
+  }
   block->requested = bytes;
   add(s.stats.allocated_bytes, as_signed(size));
   add(s.stats.active_bytes, as_signed(block->size));
@@ -307,9 +360,12 @@ void CachingAllocator::release(void* opaque) {
   add(s.stats.allocated_blocks, -1);
   add(s.stats.active_blocks, -1);
   s.stats.requested_bytes -= as_signed(block->requested);
-  block->allocated = false;
   block->requested = 0;
-  s.free_block(block);
+  if (block->pool == &s.small_pool) {
+    s.keep_recent(block);
+  } else {
+    s.free_block(block);
+  }
 }
 
 void CachingAllocator::empty_cache() {

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "strata/core/device.h"
 #include "strata/runtime/backend.h"
@@ -35,7 +36,12 @@ class DataPtr {
   DataPtr() = default;
   DataPtr(void* ptr, std::size_t size, Device device, CachingAllocator* owner, void* block)
       : ptr_(ptr), size_(size), device_(device), owner_(owner), block_(block) {}
-  DataPtr(DataPtr&& other) noexcept { *this = std::move(other); }
+  DataPtr(DataPtr&& other) noexcept
+      : ptr_(std::exchange(other.ptr_, nullptr)),
+        size_(std::exchange(other.size_, 0)),
+        device_(other.device_),
+        owner_(std::exchange(other.owner_, nullptr)),
+        block_(std::exchange(other.block_, nullptr)) {}
   DataPtr& operator=(DataPtr&& other) noexcept;
   DataPtr(const DataPtr&) = delete;
   DataPtr& operator=(const DataPtr&) = delete;
@@ -67,6 +73,15 @@ class DataPtr {
 // Note [Why blocks are per stream]
 // A freed block may still be read by kernels queued on its stream. Reusing it on the same stream is safe because
 // the stream runs in order; handing it to another stream would need an event. We keep the simple, safe rule.
+//
+// Note [Recently freed blocks]
+// Programs free and allocate blocks of the same sizes over and over (every op allocates its result). Merging a
+// freed small block into its pool and splitting it off again was half the cost of a tiny op's allocate and free, so
+// the last 16 freed small blocks wait on a list, unmerged, and an allocation of the same rounded size on the same
+// stream takes the most recent one back. Anything else — another allocation, empty_cache, the largest free block,
+// the summary, running out of memory — first returns the waiting blocks to their pools, merged with their free
+// neighbours, so it sees the same free memory as if they had been merged when freed. Statistics count a waiting
+// block as freed (it is cached, not allocated or active).
 
 class CachingAllocator {
  public:

@@ -57,6 +57,9 @@ Stream current_stream(Device device) {
 
 NativeStream current_native_stream(Device device) {
   auto& streams = streams_of_this_thread();
+  // Every op's allocation asks; most threads never set a stream, and hashing the device then costs more than the
+  // allocation's bookkeeping.
+  if (streams.empty()) return nullptr;
   if (auto it = streams.find(resolve(device)); it != streams.end()) return it->second.native();
   return nullptr;  // every default stream is the null stream (Stream::default_stream)
 }

@@ -80,8 +80,8 @@ const Tensor& in_dtype(const Tensor& t, DType dtype, Tensor& holder) {
 /// What a kernel reads of `t`: its view, broadcast to `shape` (stride 0 on broadcast dimensions).
 TensorView input_view(const char* op, const Tensor& t, const Shape& shape) {
   TensorView v = t.view();
-  if (v.shape == shape) return v;
-  return ops::broadcast_to(op, v, shape);
+  if (!(v.shape == shape)) v = ops::broadcast_to(op, v, shape);
+  return v;  // one return, so v is built in the caller's variable
 }
 
 /// Checks that both operands exist and share a device; returns the shape they broadcast to.

@@ -5,6 +5,7 @@
 #include "strata/core/error.h"
 #include "strata/runtime/pinned.h"
 #include "strata/runtime/registry.h"
+#include "strata/runtime/thread_cache.h"
 #include "strata/tensor/op_call.h"
 
 namespace strata {
@@ -20,11 +21,11 @@ Tensor empty(const Shape& shape, TensorOptions options) {
   const Device device = resolve(options.device_);
   STRATA_CHECK(!options.pinned_ || device.is_cpu(), InvalidArgumentError,
                "empty: only CPU tensors can be pinned, not tensors on {}", device);
-  auto storage = std::make_shared<Storage>();
-  storage->nbytes = static_cast<std::size_t>(numel(shape)) * dtype_size(options.dtype_);
-  storage->device = device;
-  storage->pinned = options.pinned_;
-  storage->data = options.pinned_ ? allocate_pinned(storage->nbytes) : allocate(device, storage->nbytes);
+  const std::size_t nbytes = static_cast<std::size_t>(numel(shape)) * dtype_size(options.dtype_);
+  DataPtr data = options.pinned_ ? allocate_pinned(nbytes) : allocate(device, nbytes);
+  // Note [Small objects are recycled per thread]
+  auto storage =
+      std::allocate_shared<Storage>(ThreadCacheAllocator<Storage>(), std::move(data), nbytes, device, options.pinned_);
   return Tensor(std::move(storage), options.dtype_, shape, contiguous_strides(shape), 0);
 }
 

@@ -2,6 +2,7 @@
 
 #include "strata/core/error.h"
 #include "strata/ops/checks.h"
+#include "strata/runtime/thread_cache.h"
 
 namespace strata {
 
@@ -9,8 +10,8 @@ const Shape Tensor::kNoShape{};
 const std::shared_ptr<Storage> Tensor::kNoStorage{};
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides, int64_t offset)
-    : impl_(std::make_shared<TensorImpl>(
-          TensorImpl{std::move(storage), dtype, std::move(shape), std::move(strides), offset, nullptr})) {}
+    : impl_(std::allocate_shared<TensorImpl>(ThreadCacheAllocator<TensorImpl>(), std::move(storage), dtype,
+                                             std::move(shape), std::move(strides), offset)) {}
 
 int64_t wrap_dim(int64_t d, int64_t dim, const char* op) { return ops::wrap_dim(op, d, dim); }
 

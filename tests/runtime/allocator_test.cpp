@@ -106,6 +106,22 @@ TEST(CachingAllocator, FreedNeighboursAreMerged) {
   EXPECT_EQ(t.resource->counters().frees, 1);
 }
 
+// Note [Recently freed blocks]: freed blocks may wait unmerged for a request of their size, but a request of
+// another size sees them merged, without asking the backend for more.
+TEST(CachingAllocator, RecentlyFreedBlocksAreMergedForARequestOfAnotherSize) {
+  TestAllocator t;
+  DataPtr a = t.allocator.allocate(512 * kKiB);
+  DataPtr b = t.allocator.allocate(512 * kKiB);
+  DataPtr c = t.allocator.allocate(512 * kKiB);
+  void* a_ptr = a.get();
+  a.reset();
+  b.reset();
+  DataPtr big = t.allocator.allocate(kMiB);  // the 512 KiB tail is too small; only a+b merged fits
+  EXPECT_EQ(big.get(), a_ptr);
+  EXPECT_EQ(t.allocator.stats().backend_allocations, 1);
+  EXPECT_EQ(t.allocator.stats().allocated_bytes.current, static_cast<int64_t>(kMiB + 512 * kKiB));
+}
+
 TEST(CachingAllocator, LargeBlocksAreSplitOnlyForBigRests) {
   TestAllocator t;
   DataPtr a = t.allocator.allocate(4 * kMiB);  // 20 MiB segment, split: 16 MiB stays cached
