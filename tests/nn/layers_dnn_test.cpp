@@ -157,7 +157,9 @@ TEST_P(LayersDnnOnDevice, SequentialFusesAConv2dFollowedByAReLU) {
   expect_near(fused_dx, values(x.grad()));
   expect_near(fused_dw, values(net.at<nn::Conv2d>(0)->weight.grad()));
   // The fused call checks the input's device as a layer call does.
-  if (device() != kCPU) EXPECT_THROW(net(randn({2, 2, 5, 5})), DeviceMismatchError);
+  if (device() != kCPU) {
+    EXPECT_THROW(net(randn({2, 2, 5, 5})), DeviceMismatchError);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, LayersDnnOnDevice, ::testing::ValuesIn(testing::available_devices()),

@@ -70,7 +70,9 @@ TEST_P(Pool, MaxPool2x2PicksTheFirstMaximumAndTheFirstNaN) {
     const Tensor out = F::max_pool2d(x, 2);
     const std::vector<double> values = out.to_vector<double>();
     EXPECT_EQ(std::isnan(values[0]), with_nan);
-    if (!with_nan) EXPECT_EQ(values[0], 7);
+    if (!with_nan) {
+      EXPECT_EQ(values[0], 7);
+    }
     EXPECT_EQ(values[1], 3);
     sum(out * from({10, 1}, {1, 1, 1, 2})).backward();
     EXPECT_EQ(x.grad().to_vector<double>(), (V{0, 0, 0, 0, 10, 0, 0, 1}));
