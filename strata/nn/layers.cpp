@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <typeinfo>
 
 #include "strata/core/error.h"
 #include "strata/nn/init.h"
@@ -76,13 +77,13 @@ const std::shared_ptr<Layer>& Sequential::operator[](std::size_t i) const {
 // Note [Conv2d + ReLU in a Sequential]
 // A Conv2d directly followed by a ReLU runs as one fused convolution (conv2d_relu: oneDNN's ReLU post-op on the
 // CPU, cuDNN's fused bias + activation on the GPU): the same values and gradients, without the separate ReLU pass
-// over the output and the tensor it would allocate. Layers called one by one (model[i](x)) are not fused.
+// over the output and the tensor it would allocate. Layers called one by one (model[i](x)) are not fused, nor are
+// subclasses of either (they may override forward).
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    auto* conv = dynamic_cast<Conv2d*>(layers_[i].get());
-    if (conv != nullptr && i + 1 < layers_.size() && dynamic_cast<ReLU*>(layers_[i + 1].get()) != nullptr) {
-      x = conv->call_with_relu(x);
+    if (i + 1 < layers_.size() && typeid(*layers_[i]) == typeid(Conv2d) && typeid(*layers_[i + 1]) == typeid(ReLU)) {
+      x = static_cast<Conv2d&>(*layers_[i]).call_with_relu(x);
       ++i;
       continue;
     }
