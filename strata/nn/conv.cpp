@@ -19,8 +19,7 @@ namespace strata::nn::functional {
 namespace {
 
 const ops::KernelSlot<ops::Conv2dFn> conv2d_slot("conv2d");
-const ops::KernelSlot<ops::Conv2dBackwardDataFn> conv2d_data_slot("conv2d_backward_data");
-const ops::KernelSlot<ops::Conv2dBackwardWeightFn> conv2d_weight_slot("conv2d_backward_weight");
+const ops::KernelSlot<ops::Conv2dBackwardFn> conv2d_backward_slot("conv2d_backward");
 
 struct Conv {
   ops::Conv2dParams params;
@@ -100,22 +99,18 @@ std::vector<Tensor> conv_grads(const char* op, const Tensor& g, const Tensor& in
                                const ops::Conv2dParams& params, std::array<bool, 3> wanted) {
   const Tensor dy = g.contiguous();
   const ops::OpCall call = detail::op_call(op, input.device());
-  Tensor gi, gw, gb;
+  const TensorOptions options = TensorOptions(weight.dtype()).device(weight.device());
   if (dy.numel() == 0) {  // an empty batch: the weight and bias gradients are sums of nothing
-    const TensorOptions options = TensorOptions(weight.dtype()).device(weight.device());
     return {wanted[0] ? zeros(input.shape(), options) : Tensor(), wanted[1] ? zeros(weight.shape(), options) : Tensor(),
             wanted[2] ? zeros({weight.size(0)}, options) : Tensor()};
   }
-  if (wanted[0]) {
-    gi = empty(input.shape(), TensorOptions(input.dtype()).device(input.device()));
-    conv2d_data_slot.get(input.device())(call, gi.view(), dy.view(), weight.view(), params);
-  }
-  if (wanted[1] || wanted[2]) {
-    gw = empty(weight.shape(), TensorOptions(weight.dtype()).device(weight.device()));
-    if (wanted[2]) gb = empty({weight.size(0)}, TensorOptions(weight.dtype()).device(weight.device()));
-    conv2d_weight_slot.get(input.device())(call, gw.view(), wanted[2] ? gb.view() : no_tensor(g.dtype(), g.device()),
-                                           input.view(), dy.view(), params);
-  }
+  Tensor gi, gw, gb;
+  if (wanted[0]) gi = empty(input.shape(), options);
+  if (wanted[1] || wanted[2]) gw = empty(weight.shape(), options);  // the kernel computes grad_bias beside it
+  if (wanted[2]) gb = empty({weight.size(0)}, options);
+  const auto view = [&](const Tensor& t) { return t.defined() ? t.view() : no_tensor(g.dtype(), g.device()); };
+  conv2d_backward_slot.get(input.device())(call, view(gi), view(gw), view(gb), dy.view(), input.view(), weight.view(),
+                                           params);
   return {wanted[0] ? gi : Tensor(), wanted[1] ? gw : Tensor(), gb};
 }
 

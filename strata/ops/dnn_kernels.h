@@ -36,12 +36,12 @@ struct Pool2dParams {
 /// out[N, O, H', W'] = conv(input[N, C, H, W], weight[O, C/groups, kH, kW]) + bias[O] (then relu if asked).
 using Conv2dFn = void(const OpCall&, const TensorView& out, const TensorView& input, const TensorView& weight,
                       const TensorView& bias, const Conv2dParams&);
-/// grad_input[N, C, H, W] from grad_output[N, O, H', W'] and weight.
-using Conv2dBackwardDataFn = void(const OpCall&, const TensorView& grad_input, const TensorView& grad_output,
-                                  const TensorView& weight, const Conv2dParams&);
-/// grad_weight[O, C/groups, kH, kW] and (when its data is set) grad_bias[O] from input and grad_output.
-using Conv2dBackwardWeightFn = void(const OpCall&, const TensorView& grad_weight, const TensorView& grad_bias,
-                                    const TensorView& input, const TensorView& grad_output, const Conv2dParams&);
+/// The gradients of conv2d from grad_output[N, O, H', W']: grad_input[N, C, H, W] (from weight), grad_weight and
+/// grad_bias[O] (from input). Each is computed only when its data is set, grad_bias only together with grad_weight.
+/// One entry for all three so that a backend can share their work (the CPU reorders grad_output for oneDNN once).
+using Conv2dBackwardFn = void(const OpCall&, const TensorView& grad_input, const TensorView& grad_weight,
+                              const TensorView& grad_bias, const TensorView& grad_output, const TensorView& input,
+                              const TensorView& weight, const Conv2dParams&);
 
 /// out[N, C, H', W'] and indices (i64, same shape) of each window's maximum; padding counts as -infinity.
 using MaxPool2dFn = void(const OpCall&, const TensorView& out, const TensorView& indices, const TensorView& input,

@@ -252,6 +252,30 @@ enum class Pass : int64_t { Forward, BackwardData, BackwardWeight };
 // threads, takes 0.5 ms there (strata-bench conv workloads; /tmp measurements in the issue note).
 constexpr int64_t kSmallPatch = 27;
 
+// Note [Winograd convolutions]
+// 3x3 convolutions with stride 1 run on oneDNN's Winograd kernels (F(4x4, 3x3): each 6x6 input tile gives a 4x4
+// output tile with 36 instead of 144 multiplications per channel pair) where oneDNN 2.6 has them (AVX-512, channel
+// counts it can block) and there are enough tiles to go round the threads. Forward, backward-data and
+// backward-weights of input [64, 32, 14, 14] x weight [64, 32, 3, 3], pad 1, 2 threads of the 2-core Zen 4 build
+// machine (primitives alone, ms): direct 1.90 + 1.92 + 2.30, Winograd 1.23 + 1.23 + 1.24; [16, 64, 56, 56] x
+// [64, 64, 3, 3] 50.2 against 20.4 in all; [64, 256, 7, 7] x [256, 256, 3, 3] 42.5 against 23.4. The tile
+// transforms are a fixed cost per 4x4 output tile that only pays with enough of them: 14x14 images (16 tiles each)
+// at batch 2 took 0.19 ms direct and 0.39 Winograd, at batch 4 0.37 against 0.45, at batch 8 0.71 against 0.54;
+// 28x28 images (49 tiles) at batch 2 1.49 against 0.95. Hence kWinogradTilesPerThread. The results differ from
+// direct convolution's by rounding only, but that rounding is at the scale of the operands rather than of each
+// output (a 16-channel test case: 1.4e-5 at most for outputs up to 20; tests/nn/conv_test.cpp, WinogradSized...).
+constexpr int64_t kWinogradTilesPerThread = 48;
+
+bool winograd_suits(const ConvShape& s) {
+  const ops::Conv2dParams& p = s.p;
+  if (s.kh != 3 || s.kw != 3 || p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 || p.dilation_w != 1 ||
+      p.groups != 1) {
+    return false;
+  }
+  const int64_t tiles = s.n * ((s.oh + 3) / 4) * ((s.ow + 3) / 4);
+  return tiles >= kWinogradTilesPerThread * num_threads();
+}
+
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
@@ -264,8 +288,10 @@ const dnnl::engine& cpu_engine() {
 struct OneDnnConv {
   dnnl::memory::desc src, weights, bias, dst;
   dnnl::memory::dims strides, dilates, pad_l, pad_r;
+  dnnl::algorithm algorithm;
 
-  OneDnnConv(const ConvShape& s, bool with_bias, bool plain)
+  OneDnnConv(const ConvShape& s, bool with_bias, bool plain,
+             dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct)
       : src({s.n, s.c, s.h, s.w}, dt::f32, plain ? tag::nchw : tag::any),
         weights(s.p.groups == 1
                     ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, dt::f32, plain ? tag::oihw : tag::any)
@@ -275,7 +301,8 @@ struct OneDnnConv {
         strides{s.p.stride_h, s.p.stride_w},
         dilates{s.p.dilation_h - 1, s.p.dilation_w - 1},  // oneDNN counts the gaps: 0 is a dense kernel
         pad_l{s.p.pad_h, s.p.pad_w},
-        pad_r{s.p.pad_h, s.p.pad_w} {}
+        pad_r{s.p.pad_h, s.p.pad_w},
+        algorithm(algorithm) {}
 
   /// Our layout of an argument of any pass.
   const dnnl::memory::desc& of(int arg) const {
@@ -290,7 +317,7 @@ struct OneDnnConv {
     }
   }
 
-  /// Scratchpads come from our caching allocator (run_onednn), not from fresh pages per call.
+  /// Scratchpads come from our caching allocator (OneDnnCall), not from fresh pages per call.
   static dnnl::primitive_attr attr() {
     dnnl::primitive_attr a;
     a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -304,19 +331,18 @@ struct OneDnnConv {
       post.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
       attr.set_post_ops(post);
     }
-    return {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, weights, bias, dst, strides,
-             dilates, pad_l, pad_r},
+    return {{dnnl::prop_kind::forward_training, algorithm, src, weights, bias, dst, strides, dilates, pad_l, pad_r},
             attr,
             cpu_engine()};
   }
   dnnl::convolution_backward_data::primitive_desc backward_data() const {
-    return {{dnnl::algorithm::convolution_direct, src, weights, dst, strides, dilates, pad_l, pad_r},
+    return {{algorithm, src, weights, dst, strides, dilates, pad_l, pad_r},
             attr(),
             cpu_engine(),
             forward(false)};
   }
   dnnl::convolution_backward_weights::primitive_desc backward_weight() const {
-    return {{dnnl::algorithm::convolution_direct, src, weights, bias, dst, strides, dilates, pad_l, pad_r},
+    return {{algorithm, src, weights, bias, dst, strides, dilates, pad_l, pad_r},
             attr(),
             cpu_engine(),
             forward(false)};
@@ -358,24 +384,43 @@ CachedPass make_pass(const typename Primitive::primitive_desc& pd, const OneDnnC
   return pass;
 }
 
+CachedPass make_pass(const ConvShape& s, Pass pass, bool with_bias, dnnl::algorithm algorithm) {
+  const OneDnnConv any(s, with_bias, false, algorithm), plain(s, with_bias, true);
+  switch (pass) {
+    case Pass::Forward:
+      return make_pass<dnnl::convolution_forward>(any.forward(s.p.relu), plain,
+                                                  {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST});
+    case Pass::BackwardData:
+      return make_pass<dnnl::convolution_backward_data>(any.backward_data(), plain,
+                                                        {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC});
+    case Pass::BackwardWeight:
+      return make_pass<dnnl::convolution_backward_weights>(any.backward_weight(), plain,
+                                                           {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS});
+  }
+  STRATA_THROW(BackendError, "conv2d: unknown oneDNN pass {}", static_cast<int>(pass));
+}
+
 CachedPass cached_pass(const ConvShape& s, Pass pass, bool with_bias) {
-  using Key = std::array<int64_t, 17>;
+  using Key = std::array<int64_t, 18>;
   const ops::Conv2dParams& p = s.p;
+  const bool winograd = winograd_suits(s);  // depends on the thread count too, hence in the key
   const Key key{static_cast<int64_t>(pass), s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, p.stride_h, p.stride_w, p.pad_h,
-                p.pad_w, p.dilation_h, p.dilation_w, p.groups, with_bias, pass == Pass::Forward && p.relu};
+                p.pad_w, p.dilation_h, p.dilation_w, p.groups, with_bias, pass == Pass::Forward && p.relu, winograd};
   static std::mutex mutex;
   static std::map<Key, CachedPass> cache;
   {
     std::lock_guard lock(mutex);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
   }
-  const OneDnnConv any(s, with_bias, false), plain(s, with_bias, true);
-  CachedPass made =
-      pass == Pass::Forward
-          ? make_pass<dnnl::convolution_forward>(any.forward(p.relu), plain, {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST})
-      : pass == Pass::BackwardData
-          ? make_pass<dnnl::convolution_backward_data>(any.backward_data(), plain, {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC})
-          : make_pass<dnnl::convolution_backward_weights>(any.backward_weight(), plain, {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS});
+  CachedPass made;
+  try {
+    made = make_pass(s, pass, with_bias,
+                     winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct);
+  } catch (const dnnl::error& e) {
+    // Note [Winograd convolutions]: where oneDNN has no Winograd kernel for this pass, the direct one.
+    if (!winograd || e.status != dnnl_unimplemented) throw;
+    made = make_pass(s, pass, with_bias, dnnl::algorithm::convolution_direct);
+  }
   std::lock_guard lock(mutex);
   if (cache.size() >= kPrimitiveCacheSize) cache.clear();
   cache.emplace(key, made);
@@ -384,40 +429,67 @@ CachedPass cached_pass(const ConvShape& s, Pass pass, bool with_bias) {
 
 using Args = std::vector<std::pair<int, const TensorView*>>;
 
-// Runs one pass; `args` maps oneDNN argument ids to our views (Note [oneDNN convolution primitives]).
-void run_onednn(const char* op, const ConvShape& s, Pass pass, bool with_bias, const Args& args) {
-  try {
-    const CachedPass cached = cached_pass(s, pass, with_bias);
-    const OneDnnConv plain(s, with_bias, true);
-    thread_local dnnl::stream stream(cpu_engine());
-    std::unordered_map<int, dnnl::memory> memories, ours;
-    for (const auto& [id, view] : args) {
-      ours.emplace(id, dnnl::memory(plain.of(id), cpu_engine(), view->ptr<float>()));
+// The oneDNN side of one kernel call (Note [oneDNN convolution primitives]): its passes run on this thread's stream
+// with buffers (scratchpads, arguments relaid out) from the caching allocator, which live until the call ends.
+// oneDNN's own buffers would be fresh pages on every call, whose first touch costs more than the convolution. An
+// input that two passes want in the same layout (the backward's grad_output, for backward-data and backward-weights)
+// is relaid out once.
+class OneDnnCall {
+ public:
+  explicit OneDnnCall(const char* op) : op_(op) {}
+
+  /// Runs one pass; `args` maps oneDNN argument ids to our views.
+  void run(const ConvShape& s, Pass pass, bool with_bias, const Args& args) {
+    try {
+      const CachedPass cached = cached_pass(s, pass, with_bias);
+      const OneDnnConv plain(s, with_bias, true);
+      std::unordered_map<int, dnnl::memory> memories, ours;
+      for (const auto& [id, view] : args) {
+        ours.emplace(id, dnnl::memory(plain.of(id), cpu_engine(), view->ptr<float>()));
+      }
+      memories = ours;
+      if (cached.scratchpad.get_size() != 0) memories[DNNL_ARG_SCRATCHPAD] = buffer(cached.scratchpad);
+      for (const Relayout& r : cached.relayouts) {
+        memories[r.arg] = r.output ? buffer(r.inner) : relaid_input(r, ours.at(r.arg));
+      }
+      cached.primitive.execute(stream(), memories);
+      for (const Relayout& r : cached.relayouts) {
+        if (r.output) r.reorder.execute(stream(), memories.at(r.arg), ours.at(r.arg));
+      }
+      stream().wait();
+    } catch (const dnnl::error& e) {
+      STRATA_THROW(BackendError, "{}: oneDNN convolution failed: {} (status {})", op_, e.what(),
+                   static_cast<int>(e.status));
     }
-    memories = ours;
-    // oneDNN's own buffers would be fresh pages on every call, whose first touch costs more than the convolution;
-    // ours come from the caching allocator (Note [The caching allocator]) and live until the pass has run.
-    std::vector<DataPtr> buffers;
-    const auto buffer = [&](const dnnl::memory::desc& desc) {
-      buffers.push_back(allocate(kCPU, desc.get_size()));
-      return dnnl::memory(desc, cpu_engine(), buffers.back().get());
-    };
-    if (cached.scratchpad.get_size() != 0) memories[DNNL_ARG_SCRATCHPAD] = buffer(cached.scratchpad);
-    for (const Relayout& r : cached.relayouts) {
-      dnnl::memory inner = buffer(r.inner);
-      if (!r.output) r.reorder.execute(stream, ours.at(r.arg), inner);
-      memories[r.arg] = inner;
-    }
-    cached.primitive.execute(stream, memories);
-    for (const Relayout& r : cached.relayouts) {
-      if (r.output) r.reorder.execute(stream, memories.at(r.arg), ours.at(r.arg));
-    }
-    stream.wait();
-  } catch (const dnnl::error& e) {
-    STRATA_THROW(BackendError, "{}: oneDNN convolution failed: {} (status {})", op, e.what(),
-                 static_cast<int>(e.status));
   }
-}
+
+ private:
+  static dnnl::stream& stream() {
+    thread_local dnnl::stream stream(cpu_engine());
+    return stream;
+  }
+
+  dnnl::memory buffer(const dnnl::memory::desc& desc) {
+    buffers_.push_back(allocate(kCPU, desc.get_size()));
+    return dnnl::memory(desc, cpu_engine(), buffers_.back().get());
+  }
+
+  // `ours` in the layout r.inner: relaid out now, or earlier in this call by another pass.
+  dnnl::memory relaid_input(const Relayout& r, dnnl::memory ours) {
+    const void* data = ours.get_data_handle();
+    for (const auto& [from, to] : relaid_) {
+      if (from == data && to.get_desc() == r.inner) return to;
+    }
+    dnnl::memory inner = buffer(r.inner);
+    r.reorder.execute(stream(), ours, inner);
+    relaid_.emplace_back(data, inner);
+    return inner;
+  }
+
+  const char* op_;
+  std::vector<DataPtr> buffers_;
+  std::vector<std::pair<const void*, dnnl::memory>> relaid_;
+};
 
 #endif
 
@@ -435,7 +507,7 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
     case DType::F32: {
       Args args{{DNNL_ARG_SRC, &input}, {DNNL_ARG_WEIGHTS, &weight}, {DNNL_ARG_DST, &out}};
       if (with_bias) args.emplace_back(DNNL_ARG_BIAS, &bias);
-      return run_onednn(call.op, s, Pass::Forward, with_bias, args);
+      return OneDnnCall(call.op).run(s, Pass::Forward, with_bias, args);
     }
 #else
     case DType::F32:
@@ -451,34 +523,35 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
   }
 }
 
-void conv2d_backward_data_kernel(const ops::OpCall& call, const TensorView& grad_input, const TensorView& grad_output,
-                                 const TensorView& weight, const ops::Conv2dParams& p) {
-  const ConvShape s = conv_shape(grad_input, weight, grad_output, p);
-  switch (grad_input.dtype) {
-#if STRATA_HAVE_DNNL
-    case DType::F32:
-      return run_onednn(call.op, s, Pass::BackwardData, false,
-                        {{DNNL_ARG_DIFF_DST, &grad_output}, {DNNL_ARG_WEIGHTS, &weight}, {DNNL_ARG_DIFF_SRC, &grad_input}});
-#else
-    case DType::F32:
-      check_blas_sizes(call.op, s);
-      return gemm_backward_data<float>(s, grad_input.ptr<float>(), grad_output.ptr<float>(), weight.ptr<float>());
-#endif
-    case DType::F64:
-      check_blas_sizes(call.op, s);
-      return gemm_backward_data<double>(s, grad_input.ptr<double>(), grad_output.ptr<double>(), weight.ptr<double>());
-    default: unsupported(call.op, grad_input.dtype);
+// im2col + BLAS for both gradients.
+template <typename T>
+void gemm_backward(const ConvShape& s, const TensorView& grad_input, const TensorView& grad_weight,
+                   const TensorView& grad_bias, const TensorView& grad_output, const TensorView& input,
+                   const TensorView& weight) {
+  if (grad_input.data != nullptr) {
+    gemm_backward_data<T>(s, grad_input.ptr<T>(), grad_output.ptr<T>(), weight.ptr<T>());
+  }
+  if (grad_weight.data != nullptr) {
+    gemm_backward_weight<T>(s, grad_weight.ptr<T>(), grad_bias.data != nullptr ? grad_bias.ptr<T>() : nullptr,
+                            input.ptr<T>(), grad_output.ptr<T>());
   }
 }
 
-void conv2d_backward_weight_kernel(const ops::OpCall& call, const TensorView& grad_weight, const TensorView& grad_bias,
-                                   const TensorView& input, const TensorView& grad_output,
-                                   const ops::Conv2dParams& p) {
-  const ConvShape s = conv_shape(input, grad_weight, grad_output, p);
-  const bool with_bias = grad_bias.data != nullptr;
+void conv2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_input, const TensorView& grad_weight,
+                            const TensorView& grad_bias, const TensorView& grad_output, const TensorView& input,
+                            const TensorView& weight, const ops::Conv2dParams& p) {
+  const ConvShape s = conv_shape(input, weight, grad_output, p);
   switch (input.dtype) {
 #if STRATA_HAVE_DNNL
     case DType::F32: {
+      // One OneDnnCall for both passes: grad_output is relaid out once.
+      OneDnnCall onednn(call.op);
+      if (grad_input.data != nullptr) {
+        onednn.run(s, Pass::BackwardData, false,
+                   {{DNNL_ARG_DIFF_DST, &grad_output}, {DNNL_ARG_WEIGHTS, &weight}, {DNNL_ARG_DIFF_SRC, &grad_input}});
+      }
+      if (grad_weight.data == nullptr) return;
+      const bool with_bias = grad_bias.data != nullptr;
       if (s.k() <= kSmallPatch) {
         // Note [Weight gradients of thin convolutions]
         return gemm_backward_weight<float>(s, grad_weight.ptr<float>(), with_bias ? grad_bias.ptr<float>() : nullptr,
@@ -486,18 +559,16 @@ void conv2d_backward_weight_kernel(const ops::OpCall& call, const TensorView& gr
       }
       Args args{{DNNL_ARG_SRC, &input}, {DNNL_ARG_DIFF_DST, &grad_output}, {DNNL_ARG_DIFF_WEIGHTS, &grad_weight}};
       if (with_bias) args.emplace_back(DNNL_ARG_DIFF_BIAS, &grad_bias);
-      return run_onednn(call.op, s, Pass::BackwardWeight, with_bias, args);
+      return onednn.run(s, Pass::BackwardWeight, with_bias, args);
     }
 #else
     case DType::F32:
       check_blas_sizes(call.op, s);
-      return gemm_backward_weight<float>(s, grad_weight.ptr<float>(), with_bias ? grad_bias.ptr<float>() : nullptr,
-                                         input.ptr<float>(), grad_output.ptr<float>());
+      return gemm_backward<float>(s, grad_input, grad_weight, grad_bias, grad_output, input, weight);
 #endif
     case DType::F64:
       check_blas_sizes(call.op, s);
-      return gemm_backward_weight<double>(s, grad_weight.ptr<double>(), with_bias ? grad_bias.ptr<double>() : nullptr,
-                                          input.ptr<double>(), grad_output.ptr<double>());
+      return gemm_backward<double>(s, grad_input, grad_weight, grad_bias, grad_output, input, weight);
     default: unsupported(call.op, input.dtype);
   }
 }
@@ -505,7 +576,6 @@ void conv2d_backward_weight_kernel(const ops::OpCall& call, const TensorView& gr
 }  // namespace
 
 STRATA_REGISTER_KERNEL("conv2d", CPU, Conv2dFn, conv2d_kernel);
-STRATA_REGISTER_KERNEL("conv2d_backward_data", CPU, Conv2dBackwardDataFn, conv2d_backward_data_kernel);
-STRATA_REGISTER_KERNEL("conv2d_backward_weight", CPU, Conv2dBackwardWeightFn, conv2d_backward_weight_kernel);
+STRATA_REGISTER_KERNEL("conv2d_backward", CPU, Conv2dBackwardFn, conv2d_backward_kernel);
 
 }  // namespace strata::cpu

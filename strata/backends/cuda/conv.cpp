@@ -259,7 +259,7 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
   }
 }
 
-void conv2d_backward_data_kernel(const ops::OpCall& call, const TensorView& grad_input, const TensorView& grad_output,
+void backward_data(const ops::OpCall& call, const TensorView& grad_input, const TensorView& grad_output,
                                  const TensorView& weight, const ops::Conv2dParams& p) {
   const int device = call.device.index() < 0 ? 0 : call.device.index();
   RuntimeDeviceGuard guard(device);
@@ -279,7 +279,7 @@ void conv2d_backward_data_kernel(const ops::OpCall& call, const TensorView& grad
                      call.op);
 }
 
-void conv2d_backward_weight_kernel(const ops::OpCall& call, const TensorView& grad_weight, const TensorView& grad_bias,
+void backward_weight(const ops::OpCall& call, const TensorView& grad_weight, const TensorView& grad_bias,
                                    const TensorView& input, const TensorView& grad_output,
                                    const ops::Conv2dParams& p) {
   const int device = call.device.index() < 0 ? 0 : call.device.index();
@@ -310,10 +310,16 @@ void conv2d_backward_weight_kernel(const ops::OpCall& call, const TensorView& gr
   }
 }
 
+void conv2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_input, const TensorView& grad_weight,
+                            const TensorView& grad_bias, const TensorView& grad_output, const TensorView& input,
+                            const TensorView& weight, const ops::Conv2dParams& p) {
+  if (grad_input.data != nullptr) backward_data(call, grad_input, grad_output, weight, p);
+  if (grad_weight.data != nullptr) backward_weight(call, grad_weight, grad_bias, input, grad_output, p);
+}
+
 }  // namespace
 
 STRATA_REGISTER_KERNEL("conv2d", CUDA, Conv2dFn, conv2d_kernel);
-STRATA_REGISTER_KERNEL("conv2d_backward_data", CUDA, Conv2dBackwardDataFn, conv2d_backward_data_kernel);
-STRATA_REGISTER_KERNEL("conv2d_backward_weight", CUDA, Conv2dBackwardWeightFn, conv2d_backward_weight_kernel);
+STRATA_REGISTER_KERNEL("conv2d_backward", CUDA, Conv2dBackwardFn, conv2d_backward_kernel);
 
 }  // namespace strata::cuda
