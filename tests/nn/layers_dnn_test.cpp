@@ -1,6 +1,8 @@
 // The layers over the DNN primitives (nn/layers_dnn.cpp): convolution, pooling, normalisation, dropout, embedding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -160,6 +162,32 @@ TEST_P(LayersDnnOnDevice, SequentialFusesAConv2dFollowedByAReLU) {
   if (device() != kCPU) {
     EXPECT_THROW(net(randn({2, 2, 5, 5})), DeviceMismatchError);
   }
+}
+
+TEST_P(LayersDnnOnDevice, SequentialPoolsBeforeTheReLUOfAConv2dReLUMaxPool2d) {
+  manual_seed(4);
+  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(2, 3, 3).padding(1).device(device())), nn::ReLU(),
+                     nn::MaxPool2d(2));
+  Tensor x = randn({2, 2, 6, 6}).to(device());
+  x.requires_grad_();
+  // Rearranged: convolution, pooling, then the ReLU (Note [Conv2d + ReLU in a Sequential]).
+  const Tensor pooled_first = net(x);
+  EXPECT_EQ(pooled_first.grad_fn_name(), "relu");
+  const std::vector<float> out = values(pooled_first);
+  EXPECT_GT(std::count(out.begin(), out.end(), 0.0f), 0) << "some windows should hold no positive value";
+  sum(pooled_first * pooled_first).backward();
+  const std::vector<float> dx = values(x.grad()), dw = values(net.at<nn::Conv2d>(0)->weight.grad()),
+                           db = values(net.at<nn::Conv2d>(0)->bias.grad());
+  // Layer by layer: the same values and gradients.
+  x.set_grad(Tensor());
+  net.zero_grad();
+  const Tensor separate = (*net[2])((*net[1])((*net[0])(x)));
+  EXPECT_EQ(separate.grad_fn_name(), "max_pool2d");
+  expect_near(out, values(separate));
+  sum(separate * separate).backward();
+  expect_near(dx, values(x.grad()));
+  expect_near(dw, values(net.at<nn::Conv2d>(0)->weight.grad()));
+  expect_near(db, values(net.at<nn::Conv2d>(0)->bias.grad()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, LayersDnnOnDevice, ::testing::ValuesIn(testing::available_devices()),

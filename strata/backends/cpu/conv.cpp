@@ -261,15 +261,18 @@ constexpr int64_t kSmallPatch = 27;
 // [64, 64, 3, 3] 50.2 against 20.4 in all; [64, 256, 7, 7] x [256, 256, 3, 3] 42.5 against 23.4. The tile
 // transforms are a fixed cost per 4x4 output tile that only pays with enough of them: 14x14 images (16 tiles each)
 // at batch 2 took 0.19 ms direct and 0.39 Winograd, at batch 4 0.37 against 0.45, at batch 8 0.71 against 0.54;
-// 28x28 images (49 tiles) at batch 2 1.49 against 0.95. Hence kWinogradTilesPerThread. The results differ from
+// 28x28 images (49 tiles) at batch 2 1.49 against 0.95. Hence kWinogradTilesPerThread. oneDNN pads channels to
+// blocks of 16 and would take a network's 1-channel first layer too, 16 times over: [64, 1, 28, 28] x
+// [32, 1, 3, 3] forward took 1.6 ms Winograd, 0.2 direct. Hence kWinogradChannelBlock. The results differ from
 // direct convolution's by rounding only, but that rounding is at the scale of the operands rather than of each
 // output (a 16-channel test case: 1.4e-5 at most for outputs up to 20; tests/nn/conv_test.cpp, WinogradSized...).
 constexpr int64_t kWinogradTilesPerThread = 48;
+constexpr int64_t kWinogradChannelBlock = 16;
 
 bool winograd_suits(const ConvShape& s) {
   const ops::Conv2dParams& p = s.p;
   if (s.kh != 3 || s.kw != 3 || p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 || p.dilation_w != 1 ||
-      p.groups != 1) {
+      p.groups != 1 || s.c % kWinogradChannelBlock != 0 || s.o % kWinogradChannelBlock != 0) {
     return false;
   }
   const int64_t tiles = s.n * ((s.oh + 3) / 4) * ((s.ow + 3) / 4);
