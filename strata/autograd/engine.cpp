@@ -58,11 +58,13 @@ Tensor apply_hooks(const std::vector<autograd::TensorHook>& hooks, Tensor grad) 
   return grad;
 }
 
-void accumulate(AutogradMeta& meta, const Tensor& grad) {
-  const Tensor g = apply_hooks(meta.hooks, grad);
+void accumulate(AutogradMeta& meta, Tensor grad) {
+  Tensor g = apply_hooks(meta.hooks, std::move(grad));
   if (!meta.grad.defined()) {
-    // A fresh tensor, so later in-place accumulation never writes into a tensor the user still holds.
-    meta.grad = g.clone();
+    // Later accumulation is in place, so the gradient must be a tensor nobody else holds: the one the backward pass
+    // computed when only the engine holds it (as PyTorch's AccumulateGrad steals it), a copy otherwise. Stealing
+    // spares copying every parameter's gradient on every step.
+    meta.grad = g.is_sole_owner() && g.is_contiguous() ? std::move(g) : g.clone();
   } else {
     add_(meta.grad, g);
   }
@@ -104,7 +106,7 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     grads.erase(node.get());
     if (g.defined()) g = apply_hooks(node->pre_hooks, std::move(g));
     if (auto leaf = node->leaf.lock()) {
-      if (g.defined()) accumulate(*leaf, g);
+      if (g.defined()) accumulate(*leaf, std::move(g));
       continue;
     }
     std::vector<Tensor> input_grads;

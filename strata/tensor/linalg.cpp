@@ -274,8 +274,9 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
     const double al = alpha.to_double(), be = beta.to_double();
     const bool ra = a.requires_grad(), rb = b.requires_grad(), rbias = bias.requires_grad();
     detail::record(op, {&bias, &a, &b}, out, [bias, a, b, al, be, ra, rb, rbias](const Tensor& g) {
-      std::vector<Tensor> ab = matmul_grads(g * al, a, b, ra, rb);
-      return std::vector<Tensor>{rbias ? detail::sum_to(g * be, bias.shape()) : Tensor(), ab[0], ab[1]};
+      const auto scaled = [&g](double s) { return s == 1.0 ? g : g * s; };  // linear's addmm has both 1
+      std::vector<Tensor> ab = matmul_grads(scaled(al), a, b, ra, rb);
+      return std::vector<Tensor>{rbias ? detail::sum_to(scaled(be), bias.shape()) : Tensor(), ab[0], ab[1]};
     });
   }
   return out;

@@ -63,6 +63,9 @@ class Tensor {
   bool shares_storage(const Tensor& other) const { return defined() && storage() == other.storage(); }
   /// True when both handles are the same tensor (not merely the same data).
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  /// True when this is the only handle to the tensor and no other tensor shares its storage: nobody else can see a
+  /// write to it.
+  bool is_sole_owner() const { return impl_ != nullptr && impl_.use_count() == 1 && impl_->storage.use_count() == 1; }
   /// Makes this tensor (and every handle to it) take other's data, dtype, shape and strides, keeping its identity
   /// and autograd state: how Module::to moves parameters in place.
   void set_data(const Tensor& other);

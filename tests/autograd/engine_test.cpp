@@ -2,6 +2,8 @@
 // depend on any op's formula.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 #include "strata/tensor/factories.h"
@@ -95,6 +97,43 @@ TEST(Engine, HooksSeeAndMayReplaceGradients) {
   scale(y, 3).backward();
   EXPECT_EQ(seen, 3.0);
   EXPECT_EQ(x.grad().item<double>(), 30.0);  // 3 * 10 * 2 * 0.5
+}
+
+TEST(Engine, AGradientOnlyTheEngineHoldsBecomesTheLeafsGradWithoutACopy) {
+  Tensor x = leaf({1, 2});
+  const void* computed = nullptr;
+  x.register_hook([&](const Tensor& g) {
+    computed = g.data_ptr();
+    return Tensor();  // keeps nothing
+  });
+  scale(x, 2).backward(tensor<double>({1, 1}));
+  EXPECT_EQ(x.grad().data_ptr(), computed);
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 2}));
+}
+
+TEST(Engine, AGradientSomeoneElseHoldsIsCopiedBeforeAccumulatingIntoIt) {
+  // The root's gradient, given by the user, reaches the leaf unchanged through plus: the user still holds it.
+  Tensor x = leaf({1, 2}), y = leaf({0, 0});
+  const Tensor root_grad = tensor<double>({1, 1});
+  plus(x, y).backward(root_grad);
+  EXPECT_FALSE(x.grad().shares_storage(root_grad));
+  EXPECT_FALSE(y.grad().shares_storage(root_grad));
+  EXPECT_FALSE(x.grad().shares_storage(y.grad()));
+  plus(x, y).backward(root_grad);  // accumulates in place into the leaves' own gradients
+  EXPECT_EQ(root_grad.to_vector<double>(), (std::vector<double>{1, 1}));
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 2}));
+  // A hook that keeps the gradient it sees holds it too.
+  Tensor z = leaf({3});
+  std::vector<Tensor> kept;
+  z.register_hook([&](const Tensor& g) {
+    kept.push_back(g);
+    return Tensor();
+  });
+  scale(z, 2).backward();
+  EXPECT_FALSE(z.grad().shares_storage(kept[0]));
+  scale(z, 2).backward();
+  EXPECT_EQ(kept[0].item<double>(), 2.0);
+  EXPECT_EQ(z.grad().item<double>(), 4.0);
 }
 
 TEST(Engine, DetachCutsTheGraphButSharesData) {
