@@ -54,26 +54,14 @@ def ratios(key, m, other):
     return ratio, time_ratio
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--work", required=True)
-    ap.add_argument("--workloads", required=True)
-    ap.add_argument("--compile-seconds", default="")
-    ap.add_argument("--command", default="bench/compare-libtorch/run")
-    ap.add_argument("--json", required=True)
-    ap.add_argument("--against", default="LibTorch")
-    ap.add_argument("--targets", choices=("cpu", "gpu"), default="cpu")
-    ap.add_argument("--baseline", default="", help="tools whose best value per metric is a second baseline")
-    ap.add_argument("--baseline-name", default="best BLAS")
-    a = ap.parse_args()
-
-    targets = CPU_TARGETS if a.targets == "cpu" else GPU_TARGETS
+def load_round(a, suffix):
+    """One round's results: strata-W<suffix>.json, torch-W<suffix>.json and the baselines' TOOL-W<suffix>.json."""
     strata, torch, machine, torch_info = {}, {}, None, {}
     for w in a.workloads.split(","):
-        s = load(os.path.join(a.work, f"strata-{w}.json"))
+        s = load(os.path.join(a.work, f"strata-{w}{suffix}.json"))
         machine = machine or s["machine"]
         strata[w] = s["workloads"][w]
-        tp = os.path.join(a.work, f"torch-{w}.json")
+        tp = os.path.join(a.work, f"torch-{w}{suffix}.json")
         if os.path.exists(tp):
             t = load(tp)
             torch_info = about(t)
@@ -86,7 +74,7 @@ def main():
     baseline, baseline_info, baseline_results = {}, {}, {}
     for tool in tools:
         for w in strata:
-            bp = os.path.join(a.work, f"{tool}-{w}.json")
+            bp = os.path.join(a.work, f"{tool}-{w}{suffix}.json")
             if not os.path.exists(bp):
                 continue
             b = load(bp)
@@ -98,36 +86,90 @@ def main():
                 if best is None or (m["value"] > best["value"] if higher else m["value"] < best["value"]):
                     baseline[key] = {"value": m["value"], "tool": tool}
     tools = [t for t in tools if t in baseline_info]  # those that ran (the workloads may not include theirs)
+    return {"strata": strata, "torch": torch, "machine": machine, "torch_info": torch_info, "baseline": baseline,
+            "baseline_info": baseline_info, "baseline_results": baseline_results, "tools": tools}
 
+
+def rows_of(rd):
+    """The table's rows for one round: Strata's value, the incumbent's and the baseline's, and their ratios."""
     rows = []
-    for w, sw in strata.items():
+    for w, sw in rd["strata"].items():
         for key, m in sw.get("metrics", {}).items():
-            t = torch.get(w, {}).get("metrics", {}).get(key)
+            t = rd["torch"].get(w, {}).get("metrics", {}).get(key)
             row = {"workload": w, "key": key, "unit": m["unit"], "better": m["better"], "strata": m["value"],
                    "incumbent": t["value"] if t else None}
             row["ratio"], row["time_ratio"] = ratios(key, m, row["incumbent"])
-            if tools:
-                b = baseline.get(key)
+            if rd["tools"]:
+                b = rd["baseline"].get(key)
                 row["baseline"], row["baseline_tool"] = (b["value"], b["tool"]) if b else (None, None)
                 row["baseline_ratio"], row["baseline_time_ratio"] = ratios(key, m, row["baseline"])
-            if key in targets:
-                op, bound, on = targets[key]
-                v = {"ratio": row["ratio"], "baseline": row.get("baseline_ratio"), "strata": row["strata"]}[on]
-                label = {"ratio": "ratio", "baseline": f"{a.baseline_name} ratio", "strata": "strata"}[on]
-                row["target"] = f"{label} {op} {bound:g}"
-                row["met"] = None if v is None else (v <= bound if op == "<=" else v >= bound)
             rows.append(row)
         # The incumbent's extra figures (CuPy's vector add), shown beside ours.
-        for key, t in torch.get(w, {}).get("metrics", {}).items():
+        for key, t in rd["torch"].get(w, {}).get("metrics", {}).items():
             if key not in sw.get("metrics", {}):
                 rows.append({"workload": w, "key": key, "unit": t["unit"], "better": t["better"], "strata": None,
                              "incumbent": t["value"], "ratio": None, "time_ratio": None})
+    return rows
+
+
+def median(values):
+    v = sorted(x for x in values if x is not None)
+    if not v:
+        return None
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def merged(rounds_rows):
+    """With several rounds, each figure and each ratio is the median over the rounds (the ratios are taken round by
+    round, Strata's beside the others' of the same round, then their median); every round's time ratio is kept."""
+    rows = []
+    for same in zip(*rounds_rows):
+        row = dict(same[-1])
+        for field in ("strata", "incumbent", "ratio", "time_ratio", "baseline", "baseline_ratio",
+                      "baseline_time_ratio"):
+            if field in row:
+                row[field] = median(r.get(field) for r in same)
+        if len(same) > 1:
+            row["rounds_time_ratio"] = [r.get("time_ratio") for r in same]
+            if "baseline_time_ratio" in row:
+                row["rounds_baseline_time_ratio"] = [r.get("baseline_time_ratio") for r in same]
+        rows.append(row)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--workloads", required=True)
+    ap.add_argument("--compile-seconds", default="")
+    ap.add_argument("--command", default="bench/compare-libtorch/run")
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--against", default="LibTorch")
+    ap.add_argument("--targets", choices=("cpu", "gpu"), default="cpu")
+    ap.add_argument("--baseline", default="", help="tools whose best value per metric is a second baseline")
+    ap.add_argument("--baseline-name", default="best BLAS")
+    ap.add_argument("--rounds", type=int, default=1, help="files of round n > 1 are named W.n.json")
+    a = ap.parse_args()
+
+    targets = CPU_TARGETS if a.targets == "cpu" else GPU_TARGETS
+    rounds = [load_round(a, "" if r == 1 else f".{r}") for r in range(1, a.rounds + 1)]
+    last = rounds[-1]
+    strata, torch, machine, torch_info = last["strata"], last["torch"], last["machine"], last["torch_info"]
+    tools, baseline_info, baseline_results = last["tools"], last["baseline_info"], last["baseline_results"]
+    rows = merged([rows_of(rd) for rd in rounds])
+    for row in rows:
+        if row["key"] in targets and row["strata"] is not None:
+            op, bound, on = targets[row["key"]]
+            v = {"ratio": row["ratio"], "baseline": row.get("baseline_ratio"), "strata": row["strata"]}[on]
+            label = {"ratio": "ratio", "baseline": f"{a.baseline_name} ratio", "strata": "strata"}[on]
+            row["target"] = f"{label} {op} {bound:g}"
+            row["met"] = None if v is None else (v <= bound if op == "<=" else v >= bound)
 
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines()[:20]
     doc = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"), "command": a.command,
            "machine": machine, "lscpu": lscpu, "against": a.against, "incumbent": torch_info,
            "strata_environment": {k: machine.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS")},
-           "rows": rows, "strata": strata, "incumbent_results": torch}
+           "rounds": a.rounds, "rows": rows, "strata": strata, "incumbent_results": torch}
     if tools:
         doc["baseline"] = {"name": a.baseline_name, "tools": baseline_info}
         doc["baseline_results"] = baseline_results
@@ -158,6 +200,9 @@ def main():
         print(f"| {r['key']} | {r['unit']} | {fmt(r['strata'])} | {fmt(r['incumbent'])} | {fmt(r['ratio'])} | "
               f"{fmt(r['time_ratio'])} |{extra} {r.get('target', '')} | {met} |")
     print(f"time ratio: Strata's time over {a.against}'s for the same work (below 1: Strata is faster).")
+    if a.rounds > 1:
+        print(f"{a.rounds} rounds: each figure and ratio is the median of the rounds' (ratios taken round by round); "
+              "the JSON has every round's.")
     if tools:
         print(f"{a.baseline_name}: the best of {', '.join(tools)} for each metric, the tool in brackets.")
 
