@@ -186,19 +186,23 @@ def main():
           f"load average {machine.get('load_average_1min', -1):.2f}; {doc['date']}")
     # The baseline's two columns only when there is one, so that a table without it reads as before.
     extra = f" {a.baseline_name} | Strata / {a.baseline_name} |" if tools else ""
-    print(f"| metric | unit | Strata | {a.against} | Strata / {a.against} | time ratio |{extra} target | met |")
-    print(f"| --- | --- | ---: | ---: | ---: | ---: |{' ---: | ---: |' if tools else ''} --- | --- |")
+    each = " rounds' time ratios |" if a.rounds > 1 else ""
+    print(f"| metric | unit | Strata | {a.against} | Strata / {a.against} | time ratio |{each}{extra} target | met |")
+    print(f"| --- | --- | ---: | ---: | ---: | ---: |{' --- |' if each else ''}{' ---: | ---: |' if tools else ''} --- | --- |")
     for w, sw in strata.items():
         if sw.get("skipped"):
-            print(f"| {w} | skipped: {sw.get('skip_reason', '')} | | | | |{' | |' if tools else ''} | |")
+            print(f"| {w} | skipped: {sw.get('skip_reason', '')} | | | | |{' |' if each else ''}{' | |' if tools else ''} | |")
     for r in rows:
         met = "" if "target" not in r else ("?" if r["met"] is None else "yes" if r["met"] else "**no**")
         extra = ""
         if tools:
             best = f"{fmt(r['baseline'])} ({r['baseline_tool']})" if r.get("baseline") is not None else "-"
             extra = f" {best} | {fmt(r.get('baseline_ratio'))} |"
+        rounds = ""
+        if each:
+            rounds = " " + (", ".join(fmt(x) for x in r.get("rounds_time_ratio") or [] if x is not None) or "-") + " |"
         print(f"| {r['key']} | {r['unit']} | {fmt(r['strata'])} | {fmt(r['incumbent'])} | {fmt(r['ratio'])} | "
-              f"{fmt(r['time_ratio'])} |{extra} {r.get('target', '')} | {met} |")
+              f"{fmt(r['time_ratio'])} |{rounds}{extra} {r.get('target', '')} | {met} |")
     print(f"time ratio: Strata's time over {a.against}'s for the same work (below 1: Strata is faster).")
     if a.rounds > 1:
         print(f"{a.rounds} rounds: each figure and ratio is the median of the rounds' (ratios taken round by round); "
