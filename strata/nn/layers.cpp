@@ -82,9 +82,10 @@ const std::shared_ptr<Layer>& Sequential::operator[](std::size_t i) const {
 // value at the window's maximum, and the gradient reaches the same input element behind the same sign test (a
 // window whose maximum is <= 0 passes no gradient either way). The ReLU's backward mask, a pass over the whole
 // convolution output and its gradient in the fused form, then runs on the pooled quarter of them (2x2 pooling):
-// `strata-train --device cpu --epochs 1 --train-images 12800` took 0.85x the time on the 2-core build machine
-// (median of 5 runs in turns with the fused form). Layers called one by one (model[i](x)) are not rearranged, nor
-// are subclasses (they may override forward).
+// three fewer passes over the reference network's largest tensor ([64, 32, 28, 28]) per step. On the noisy 2-core
+// build machine that was within its noise: `strata-train --device cpu --epochs 1 --train-images 12800` 1.03x the
+// fused form's time (median of 5 runs in turns), train_step_bench's BM_Step 8.1/9.8/9.5 ms against 8.9/9.5/10.8 in
+// turns. Layers called one by one (model[i](x)) are not rearranged, nor are subclasses (they may override forward).
 Tensor Sequential::forward(const Tensor& input) {
   const auto is = [this](std::size_t i, const std::type_info& type) {
     return i < layers_.size() && typeid(*layers_[i]) == type;
