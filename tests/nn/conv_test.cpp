@@ -199,9 +199,8 @@ TEST_P(Conv, WinogradSizedConvolutionsMatchTheReferenceAndF64) {
   // near one is off by ~1e-5 (measured: 1.4e-5 at most here, outputs up to 20), so the forward is held to the
   // scale of the largest output.
   const std::vector<double> want = reference_conv(o.input, o.weight, o.bias, c, 16, 16);
-  const double scale = std::abs(*std::max_element(want.begin(), want.end(), [](double x, double y) {
-    return std::abs(x) < std::abs(y);
-  }));
+  const double scale = std::abs(
+      *std::max_element(want.begin(), want.end(), [](double x, double y) { return std::abs(x) < std::abs(y); }));
   const std::vector<double> got = run(o, c).to_vector<double>();
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 4e-6 * (1.0 + scale)) << "forward at " << i;
   expect_close(run(o, c, true).to_vector<double>(), relu(run(o, c)).to_vector<double>(), 1e-6, "relu fused");

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <cmath>
 #include <string>
 #include <vector>
@@ -166,8 +165,7 @@ TEST_P(LayersDnnOnDevice, SequentialFusesAConv2dFollowedByAReLU) {
 
 TEST_P(LayersDnnOnDevice, SequentialPoolsBeforeTheReLUOfAConv2dReLUMaxPool2d) {
   manual_seed(4);
-  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(2, 3, 3).padding(1).device(device())), nn::ReLU(),
-                     nn::MaxPool2d(2));
+  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(2, 3, 3).padding(1).device(device())), nn::ReLU(), nn::MaxPool2d(2));
   Tensor x = randn({2, 2, 6, 6}).to(device());
   x.requires_grad_();
   // Rearranged: convolution, pooling, then the ReLU (Note [Conv2d + ReLU in a Sequential]).
