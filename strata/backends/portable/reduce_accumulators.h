@@ -199,7 +199,25 @@ struct NormAcc {
     }
   }
   STRATA_HOST_DEVICE void add_run(const T* x, int64_t n, int64_t stride, int64_t k0, const ops::ReduceParams& p) {
-    if (p.p == 2.0) {  // the common case, without the per-element branches
+    if (p.p == 2.0 && stride == 1) {
+      // The common case, in eight partial sums as SumAcc's: one running sum is one long chain of dependent adds
+      // (a 100x100 norm took ~13 us of the D2L exercise's ~22 us per product on the CPU).
+      A lane[8] = {};
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        for (int j = 0; j < 8; ++j) {
+          const A a = kernels::convert<A>(x[i + j]);
+          lane[j] += a * a;
+        }
+      }
+      for (; i < n; ++i) {
+        const A a = kernels::convert<A>(x[i]);
+        lane[0] += a * a;
+      }
+      value += ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+      return;
+    }
+    if (p.p == 2.0) {
       for (int64_t i = 0; i < n; ++i) {
         const A a = kernels::convert<A>(x[i * stride]);
         value += a * a;
