@@ -93,6 +93,8 @@ class Conv : public ::testing::TestWithParam<Device> {
   static Tensor run(const Operands& o, const Config& c, bool relu = false) {
     return (relu ? F::conv2d_relu : F::conv2d)(o.input, o.weight, o.bias, c.stride, c.padding, c.dilation, c.groups);
   }
+  // The f32 backends (oneDNN, cuDNN) against f64, whose gradients gradcheck verifies.
+  void expect_f32_gradients_match_f64(const Config& c) const;
 };
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol, const std::string& what) {
@@ -164,25 +166,27 @@ TEST_P(Conv, GradientsOfOneInputOnly) {
   for (const double g : p.bias.grad().to_vector<double>()) EXPECT_DOUBLE_EQ(g, 9.0);  // 1 sample x 3x3 pixels
 }
 
-// The f32 backends (oneDNN, cuDNN) against f64, whose gradients gradcheck verifies.
-void expect_f32_gradients_match_f64(const Config& c, Device device) {
-  const auto operands = [&](DType dtype) {
-    const Tensor input = deterministic_tensor({c.n, c.c, c.h, c.w}, dtype, device, 21).requires_grad_();
-    const Tensor weight = deterministic_tensor({c.o, c.c / c.groups, c.kh, c.kw}, dtype, device, 22).requires_grad_();
-    const Tensor bias = c.bias ? deterministic_tensor({c.o}, dtype, device, 23).requires_grad_() : Tensor();
-    const Tensor out = F::conv2d(input, weight, bias, c.stride, c.padding, c.dilation, c.groups);
-    sum(out * deterministic_tensor(out.shape(), out.dtype(), device, 99)).backward();
-    return std::vector<Tensor>{input, weight, bias};
-  };
-  const std::vector<Tensor> f32 = operands(DType::F32), f64 = operands(DType::F64);
-  const char* const names[] = {" input grad", " weight grad", " bias grad"};
-  for (std::size_t i = 0; i < (c.bias ? 3 : 2); ++i) {
-    expect_close(f32[i].grad().to_vector<double>(), f64[i].grad().to_vector<double>(), 1e-4, describe(c) + names[i]);
+void Conv::expect_f32_gradients_match_f64(const Config& c) const {
+  Operands o32 = operands(c, DType::F32, 21), o64 = operands(c, DType::F64, 21);
+  for (Operands* o : {&o32, &o64}) {
+    o->input.requires_grad_();
+    o->weight.requires_grad_();
+    if (c.bias) o->bias.requires_grad_();
+    const Tensor out = run(*o, c);
+    sum(out * deterministic_tensor(out.shape(), out.dtype(), device(), 99)).backward();
+  }
+  expect_close(o32.input.grad().to_vector<double>(), o64.input.grad().to_vector<double>(), 1e-4,
+               describe(c) + " input grad");
+  expect_close(o32.weight.grad().to_vector<double>(), o64.weight.grad().to_vector<double>(), 1e-4,
+               describe(c) + " weight grad");
+  if (c.bias) {
+    expect_close(o32.bias.grad().to_vector<double>(), o64.bias.grad().to_vector<double>(), 1e-4,
+                 describe(c) + " bias grad");
   }
 }
 
 TEST_P(Conv, F32GradientsMatchTheF64Path) {
-  for (const Config& c : kConfigs) expect_f32_gradients_match_f64(c, device());
+  for (const Config& c : kConfigs) expect_f32_gradients_match_f64(c);
 }
 
 // Large enough for the CPU's Winograd kernels, which the configs above are too small for (Note [Winograd
@@ -204,7 +208,7 @@ TEST_P(Conv, WinogradSizedConvolutionsMatchTheReferenceAndF64) {
   const std::vector<double> got = run(o, c).to_vector<double>();
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 4e-6 * (1.0 + scale)) << "forward at " << i;
   expect_close(run(o, c, true).to_vector<double>(), relu(run(o, c)).to_vector<double>(), 1e-6, "relu fused");
-  expect_f32_gradients_match_f64(c, device());
+  expect_f32_gradients_match_f64(c);
 }
 
 TEST_P(Conv, ReluFusedEqualsReluOfConv) {
