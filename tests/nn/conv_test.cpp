@@ -44,6 +44,9 @@ const std::vector<Config> kConfigs{
     {"batch 1, 1x1 kernel", 1, 5, 4, 4, 3, 1, 1},
     {"rectangular everything", 3, 2, 8, 11, 4, 2, 4, {2, 3}, {1, 2}, {2, 1}},
     {"kernel covers padded input", 1, 2, 3, 3, 2, 5, 5, 1, 1},
+    // A patch of 18 values and 40 output channels: the other way round of the thin weight-gradient GEMM (Note
+    // [Weight gradients of thin convolutions] in backends/cpu/conv.cpp) from the configs above.
+    {"40 output channels", 1, 2, 5, 5, 40, 3, 3, 1, 1},
 };
 
 std::string describe(const Config& c) { return c.name; }

@@ -172,36 +172,31 @@ void gemm_backward_data(const ConvShape& s, T* grad_in, const T* grad_out, const
   });
 }
 
-template <typename T>
-void gemm_backward_weight(const ConvShape& s, T* grad_weight, T* grad_bias, const T* in, const T* grad_out) {
-  // dW_g = sum over the batch of dy_g col^T: [og, oh * ow] x [oh * ow, k]. The batch is split into one chunk per
-  // thread, each summing into its own buffer (the first straight into grad_weight), added up at the end. (Taking
-  // several images per GEMM, patches and gradients side by side, measured no faster for a thin first layer.)
-  const int64_t chunks = std::min<int64_t>(num_threads(), std::max<int64_t>(s.n, 1));
-  const int64_t per_chunk = s.o * s.k();
-  std::vector<T> partial(static_cast<std::size_t>((chunks - 1) * per_chunk));
+// Sums one term per image over the batch: one chunk of images per thread, each chunk accumulating into its own
+// buffer of `size` values (the first chunk's is `out`), the buffers added up at the end. term(i, acc, beta, scratch)
+// adds image i's term to acc (beta 0 for a chunk's first image: acc is overwritten); scratch is its chunk's own
+// work buffer, sized by the term.
+template <typename T, typename Term>
+void sum_over_batch(int64_t n, int64_t size, T* out, Term term) {
+  const int64_t chunks = std::min<int64_t>(num_threads(), std::max<int64_t>(n, 1));
+  std::vector<T> partial(static_cast<std::size_t>((chunks - 1) * size));
   parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> col(patches_are_input(s) ? 0 : static_cast<std::size_t>(s.k() * s.spatial()));
+    std::vector<T> scratch;
     for (int64_t c = begin; c < end; ++c) {
-      T* dw = c == 0 ? grad_weight : partial.data() + (c - 1) * per_chunk;
-      const int64_t first = s.n * c / chunks, last = s.n * (c + 1) / chunks;
-      if (first == last) std::fill(dw, dw + per_chunk, T(0));
-      for (int64_t i = first; i < last; ++i) {
-        for (int64_t g = 0; g < s.p.groups; ++g) {
-          const T* x = in + (i * s.c + g * s.cg()) * s.h * s.w;
-          if (!col.empty()) im2col(s, x, col.data(), s.spatial());
-          const T* dy = grad_out + (i * s.o + g * s.og()) * s.spatial();
-          blas_gemm<T>(false, true, s.og(), s.k(), s.spatial(), T(1), dy, s.spatial(), col.empty() ? x : col.data(),
-                       s.spatial(), i == first ? T(0) : T(1), dw + g * s.og() * s.k(), s.k());
-        }
-      }
+      T* acc = c == 0 ? out : partial.data() + (c - 1) * size;
+      const int64_t first = n * c / chunks, last = n * (c + 1) / chunks;
+      if (first == last) std::fill(acc, acc + size, T(0));
+      for (int64_t i = first; i < last; ++i) term(i, acc, i == first ? T(0) : T(1), scratch);
     }
   });
   for (int64_t c = 1; c < chunks; ++c) {
-    const T* dw = partial.data() + (c - 1) * per_chunk;
-    for (int64_t j = 0; j < per_chunk; ++j) grad_weight[j] += dw[j];
+    const T* p = partial.data() + (c - 1) * size;
+    for (int64_t j = 0; j < size; ++j) out[j] += p[j];
   }
-  if (grad_bias == nullptr) return;
+}
+
+template <typename T>
+void bias_gradient(const ConvShape& s, T* grad_bias, const T* grad_out) {
   parallel_for(s.o, 1, [&](int64_t begin, int64_t end) {
     // Eight running sums, so that the additions vectorise (one sum would be one long dependency chain).
     constexpr int64_t kLanes = 8;
@@ -220,6 +215,51 @@ void gemm_backward_weight(const ConvShape& s, T* grad_weight, T* grad_bias, cons
       grad_bias[oc] = sum;
     }
   });
+}
+
+template <typename T>
+void gemm_backward_weight(const ConvShape& s, T* grad_weight, T* grad_bias, const T* in, const T* grad_out) {
+  // dW_g = sum over the batch of dy_g col^T: [og, oh * ow] x [oh * ow, k]. (Taking several images per GEMM,
+  // patches and gradients side by side, measured no faster for a thin first layer.)
+  sum_over_batch<T>(s.n, s.o * s.k(), grad_weight, [&](int64_t i, T* dw, T beta, std::vector<T>& col) {
+    if (!patches_are_input(s)) col.resize(static_cast<std::size_t>(s.k() * s.spatial()));
+    for (int64_t g = 0; g < s.p.groups; ++g) {
+      const T* x = in + (i * s.c + g * s.cg()) * s.h * s.w;
+      if (!col.empty()) im2col(s, x, col.data(), s.spatial());
+      const T* dy = grad_out + (i * s.o + g * s.og()) * s.spatial();
+      blas_gemm<T>(false, true, s.og(), s.k(), s.spatial(), T(1), dy, s.spatial(), col.empty() ? x : col.data(),
+                   s.spatial(), beta, dw + g * s.og() * s.k(), s.k());
+    }
+  });
+  if (grad_bias != nullptr) bias_gradient(s, grad_bias, grad_out);
+}
+
+// dW_g^T = sum over the batch of [col; 1] dy_g^T: [k + 1, oh * ow] x [oh * ow, og], the patch matrix with a row
+// of ones under it, whose row of the product is the bias gradient (Note [Weight gradients of thin convolutions]).
+template <typename T>
+void gemm_backward_weight_transposed(const ConvShape& s, T* grad_weight, T* grad_bias, const T* in, const T* grad_out) {
+  const int64_t rows = s.k() + 1;
+  std::vector<T> sums(static_cast<std::size_t>(s.p.groups * rows * s.og()));
+  sum_over_batch<T>(s.n, std::ssize(sums), sums.data(), [&](int64_t i, T* acc, T beta, std::vector<T>& col) {
+    if (col.empty()) {
+      col.resize(static_cast<std::size_t>(rows * s.spatial()));
+      std::fill(col.begin() + s.k() * s.spatial(), col.end(), T(1));
+    }
+    for (int64_t g = 0; g < s.p.groups; ++g) {
+      im2col(s, in + (i * s.c + g * s.cg()) * s.h * s.w, col.data(), s.spatial());
+      const T* dy = grad_out + (i * s.o + g * s.og()) * s.spatial();
+      blas_gemm<T>(false, true, rows, s.og(), s.spatial(), T(1), col.data(), s.spatial(), dy, s.spatial(), beta,
+                   acc + g * rows * s.og(), s.og());
+    }
+  });
+  for (int64_t g = 0; g < s.p.groups; ++g) {
+    const T* sum = sums.data() + g * rows * s.og();
+    for (int64_t oc = 0; oc < s.og(); ++oc) {
+      T* dw = grad_weight + (g * s.og() + oc) * s.k();
+      for (int64_t j = 0; j < s.k(); ++j) dw[j] = sum[j * s.og() + oc];
+      if (grad_bias != nullptr) grad_bias[g * s.og() + oc] = sum[s.k() * s.og() + oc];
+    }
+  }
 }
 
 void check_blas_sizes(const char* op, const ConvShape& s) {
@@ -250,6 +290,14 @@ enum class Pass : int64_t { Forward, BackwardData, BackwardWeight };
 // values) oneDNN 2.6's backward-weights is slow: input [64, 1, 28, 28], weight [32, 1, 3, 3], padding 1 took 4.7
 // ms on the idle 2-core build machine, for 29 MFLOP. im2col + one small GEMM per image, the batch split over the
 // threads, takes 0.5 ms there (strata-bench conv workloads; /tmp measurements in the issue note).
+// Which way round that GEMM goes matters to oneDNN's sgemm: the 64 images' products alone, 784 output pixels, 2
+// threads of the Zen 4 build machine, dy col^T ([og, k] out) against col dy^T ([k, og] out), us:
+//   k  =      3          9          18          27
+//   og = 16   339 / 40   344 / 84   581 / 366   644 / 449
+//   og = 32   518 / 68   524 / 151  851 / 641   1070 / 924
+//   og = 64   905 / 145  898 / 333  1566 / 1760 1745 / 2207
+// so the transposed product serves k < 16 or og <= 32, with a row of ones under the patches that gives the bias
+// gradient in the same GEMM (a separate pass over dy took ~100 us of the 64 x 32 x 28 x 28 case).
 constexpr int64_t kSmallPatch = 27;
 
 // Note [Winograd convolutions]
@@ -557,8 +605,10 @@ void conv2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_inpu
       const bool with_bias = grad_bias.data != nullptr;
       if (s.k() <= kSmallPatch) {
         // Note [Weight gradients of thin convolutions]
-        return gemm_backward_weight<float>(s, grad_weight.ptr<float>(), with_bias ? grad_bias.ptr<float>() : nullptr,
-                                           input.ptr<float>(), grad_output.ptr<float>());
+        const auto backward_weight =
+            s.k() < 16 || s.og() <= 32 ? gemm_backward_weight_transposed<float> : gemm_backward_weight<float>;
+        return backward_weight(s, grad_weight.ptr<float>(), with_bias ? grad_bias.ptr<float>() : nullptr,
+                               input.ptr<float>(), grad_output.ptr<float>());
       }
       Args args{{DNNL_ARG_SRC, &input}, {DNNL_ARG_DIFF_DST, &grad_output}, {DNNL_ARG_DIFF_WEIGHTS, &grad_weight}};
       if (with_bias) args.emplace_back(DNNL_ARG_DIFF_BIAS, &grad_bias);
