@@ -83,6 +83,39 @@ TEST_P(Pool, MaxPool2x2PicksTheFirstMaximumAndTheFirstNaN) {
   EXPECT_EQ(tied.grad().to_vector<double>(), (V{1, 0, 0, 0}));
 }
 
+TEST_P(Pool, MaxPool2x2OfF32RowsMatchesTheF64Windows) {
+  // Rows of 7 and 16 outputs, odd input sizes (the last row and column belong to no window), ties (values in
+  // quarters) and NaNs: the CPU's vectorised f32 2x2/2 path against the f64 path, window by window, values and
+  // where the gradients go.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const Shape& shape : {Shape{2, 3, 9, 15}, Shape{1, 2, 5, 33}}) {
+    std::vector<double> v = deterministic_tensor(shape, DType::F64, kCPU, 5).to_vector<double>();
+    for (double& x : v) x = std::round(x * 4) / 4;
+    v[v.size() / 2] = nan;
+    v[2 * shape[3] + 13] = nan;  // third row: the first row of windows' second row
+    Tensor x32 = from(v, shape), x64 = tensor<double>(v, shape, device());
+    x32.requires_grad_();
+    x64.requires_grad_();
+    const Tensor out32 = F::max_pool2d(x32, 2), out64 = F::max_pool2d(x64, 2);
+    ASSERT_EQ(out32.shape(), out64.shape());
+    const std::vector<double> got = out32.to_vector<double>(), want = out64.to_vector<double>();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << "output " << i;
+      } else {
+        EXPECT_EQ(got[i], want[i]) << "output " << i;
+      }
+    }
+    const Tensor weights = deterministic_tensor(out32.shape(), DType::F64, device(), 6);
+    sum(out32 * weights.to(DType::F32)).backward();
+    sum(out64 * weights).backward();
+    const std::vector<double> grad32 = x32.grad().to_vector<double>(), grad64 = x64.grad().to_vector<double>();
+    for (std::size_t i = 0; i < grad32.size(); ++i) {
+      EXPECT_NEAR(grad32[i], grad64[i], 1e-6) << "input " << i;
+    }
+  }
+}
+
 TEST_P(Pool, MaxPoolGradientGoesToEachWindowsMaximum) {
   Tensor x = from({1, 9, 2, 3, 4, 8, 7, 6, 5}, {1, 1, 3, 3});
   x.requires_grad_();
