@@ -71,8 +71,16 @@ void openblas_sgemm(benchmark::State& state, bool own_threads) {
   const Operands x(n);
   const auto sgemm = loaded_function<decltype(cblas_sgemm)>("cblas_sgemm");
   const auto set_threads = loaded_function<void(int)>("openblas_set_num_threads");
-  if (sgemm == nullptr || set_threads == nullptr) {
+  const auto get_parallel = loaded_function<int()>("openblas_get_parallel");
+  if (sgemm == nullptr || set_threads == nullptr || get_parallel == nullptr) {
     state.SkipWithError("OpenBLAS is not loaded by libstrata");
+    return;
+  }
+  if (own_threads && get_parallel() != 1) {
+    // strata/CMakeLists.txt links the OpenMP build where installed, whose threads are our pool's (and whose thread
+    // count is OpenMP's: setting it here would resize our pool); blas_bench in bench/compare-libtorch times the
+    // pthread build.
+    state.SkipWithError("libstrata loaded an OpenBLAS without threads of its own (not the pthread build)");
     return;
   }
   set_threads(own_threads ? strata::num_threads() : 1);

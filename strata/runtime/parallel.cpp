@@ -24,8 +24,9 @@ int default_threads() {
 int& thread_count() {
   static int n = [] {
     const int d = default_threads();
+    // Note [One CPU thread pool]. First: OpenBLAS's OpenMP build passes its count on to omp_set_num_threads.
+    if (openblas_set_num_threads != nullptr) openblas_set_num_threads(1);
     omp_set_num_threads(d);
-    if (openblas_set_num_threads != nullptr) openblas_set_num_threads(1);  // see Note [One CPU thread pool]
     return d;
   }();
   return n;

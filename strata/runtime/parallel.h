@@ -6,8 +6,12 @@
 namespace strata {
 
 // Note [One CPU thread pool]
-// All CPU work runs on one pool: OpenMP's, which oneDNN uses too. OpenBLAS is told to use one thread so that
-// its own pool never fights ours over the cores (on 2-core machines that fight costs 40% of a training epoch).
+// All CPU work runs on one pool: OpenMP's, which oneDNN uses too. OpenBLAS runs one thread per call, inside ours,
+// so that a pool of its own never fights ours over the cores (on 2-core machines that fight costs 40% of a
+// training epoch): libstrata links Debian's OpenMP build of OpenBLAS where installed, whose threads are OpenMP's
+// (and which runs single-threaded inside our parallel regions), and tells any build to use one thread. (The
+// pthread build's threads still spin for ~0.1 s after it is loaded, stalling each of our parallel regions by ~8 ms
+// meanwhile: strata/CMakeLists.txt.)
 
 /// Threads used for CPU work; defaults to every core the process may run on.
 int num_threads();
