@@ -92,7 +92,7 @@ TEST_P(Pool, MaxPool2x2OfF32RowsMatchesTheF64Windows) {
     std::vector<double> v = deterministic_tensor(shape, DType::F64, kCPU, 5).to_vector<double>();
     for (double& x : v) x = std::round(x * 4) / 4;
     v[v.size() / 2] = nan;
-    v[2 * shape[3] + 13] = nan;  // third row: the first row of windows' second row
+    v[2 * shape[3] + 13] = nan;  // input row 2, column 13: window row 1, output column 6 (a row's overlapped last four)
     Tensor x32 = from(v, shape), x64 = tensor<double>(v, shape, device());
     x32.requires_grad_();
     x64.requires_grad_();
