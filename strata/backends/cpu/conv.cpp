@@ -17,6 +17,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
+#include "strata/backends/portable/reduce_accumulators.h"
 #include "strata/core/error.h"
 #include "strata/ops/dnn_kernels.h"
 #include "strata/runtime/allocator.h"
@@ -195,23 +196,15 @@ void sum_over_batch(int64_t n, int64_t size, T* out, Term term) {
   }
 }
 
+// grad_bias[oc]: channel oc's gradient summed over the batch, each plane in eight partial sums (sum_in_lanes).
 template <typename T>
 void bias_gradient(const ConvShape& s, T* grad_bias, const T* grad_out) {
   parallel_for(s.o, 1, [&](int64_t begin, int64_t end) {
-    // Eight running sums, so that the additions vectorise (one sum would be one long dependency chain).
-    constexpr int64_t kLanes = 8;
     for (int64_t oc = begin; oc < end; ++oc) {
-      std::array<T, kLanes> sums{};
-      for (int64_t i = 0; i < s.n; ++i) {
-        const T* plane = grad_out + (i * s.o + oc) * s.spatial();
-        int64_t j = 0;
-        for (; j + kLanes <= s.spatial(); j += kLanes) {
-          for (int64_t l = 0; l < kLanes; ++l) sums[l] += plane[j + l];
-        }
-        for (; j < s.spatial(); ++j) sums[j % kLanes] += plane[j];
-      }
       T sum = 0;
-      for (const T v : sums) sum += v;
+      for (int64_t i = 0; i < s.n; ++i) {
+        sum += portable::sum_in_lanes<T, false>(grad_out + (i * s.o + oc) * s.spatial(), s.spatial());
+      }
       grad_bias[oc] = sum;
     }
   });
