@@ -212,13 +212,13 @@ struct NormAcc {
     }
   }
   STRATA_HOST_DEVICE void add_run(const T* x, int64_t n, int64_t stride, int64_t k0, const ops::ReduceParams& p) {
-    if (p.p == 2.0 && stride == 1) {
-      // The common case, in partial sums as SumAcc's: one running sum was one long chain of dependent adds (~7 us
-      // of the D2L exercise's ~22 us per 100x100 product and norm on the CPU).
-      value += sum_in_lanes<A, true>(x, n);
-      return;
-    }
     if (p.p == 2.0) {
+      if (stride == 1) {
+        // The common case, in partial sums as SumAcc's: one running sum was one long chain of dependent adds (~7 us
+        // of the D2L exercise's ~22 us per 100x100 product and norm on the CPU).
+        value += sum_in_lanes<A, true>(x, n);
+        return;
+      }
       for (int64_t i = 0; i < n; ++i) {
         const A a = kernels::convert<A>(x[i * stride]);
         value += a * a;
