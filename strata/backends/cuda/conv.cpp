@@ -260,7 +260,7 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
 }
 
 void backward_data(const ops::OpCall& call, const TensorView& grad_input, const TensorView& grad_output,
-                                 const TensorView& weight, const ops::Conv2dParams& p) {
+                   const TensorView& weight, const ops::Conv2dParams& p) {
   const int device = call.device.index() < 0 ? 0 : call.device.index();
   RuntimeDeviceGuard guard(device);
   Conv c(call, grad_input, weight, grad_output, p);
@@ -280,8 +280,7 @@ void backward_data(const ops::OpCall& call, const TensorView& grad_input, const 
 }
 
 void backward_weight(const ops::OpCall& call, const TensorView& grad_weight, const TensorView& grad_bias,
-                                   const TensorView& input, const TensorView& grad_output,
-                                   const ops::Conv2dParams& p) {
+                     const TensorView& input, const TensorView& grad_output, const ops::Conv2dParams& p) {
   const int device = call.device.index() < 0 ? 0 : call.device.index();
   RuntimeDeviceGuard guard(device);
   Conv c(call, input, grad_weight, grad_output, p);
