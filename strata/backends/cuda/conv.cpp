@@ -191,7 +191,10 @@ Algorithm choose(Conv& c, Pass pass, cudnnDataType_t type, bool allow_tf32, Quer
     const Perf& candidate = perf[static_cast<std::size_t>(i)];
     if (candidate.status != CUDNN_STATUS_SUCCESS) continue;
     if (!tensor_ops_ok && candidate.mathType != CUDNN_FMA_MATH && candidate.mathType != CUDNN_DEFAULT_MATH) continue;
-    const Algorithm chosen{static_cast<int>(candidate.algo), candidate.mathType, candidate.memory};
+    // The math type is written back to the descriptor before the call, and for f32 on sm_80+ CUDNN_DEFAULT_MATH
+    // lets cuDNN use TF32 tensor cores: without TF32 allowed, an algorithm offered with it runs with FMA math.
+    const cudnnMathType_t math = tensor_ops_ok ? candidate.mathType : CUDNN_FMA_MATH;
+    const Algorithm chosen{static_cast<int>(candidate.algo), math, candidate.memory};
     std::lock_guard lock(mutex);
     cache.emplace(key, chosen);
     return chosen;
