@@ -128,6 +128,30 @@ __global__ void launch_kernel(F f) {
   f(idx);
 }
 
+// A launch goes to the CUDA runtime's current device: the kernel of an op on cuda:1 while cuda:0 is current would run
+// on cuda:0 (the legacy default stream is the current device's) or fail (a stream of cuda:1). So the site's device is
+// made current for the launch; cudaSetDevice is called only when it differs, and the previous device comes back.
+class LaunchDevice {
+ public:
+  explicit LaunchDevice(const LaunchSite& site) : index_(site.device.index()) {
+    if (!site.device.has_index()) return;
+    cudaError_t err = cudaGetDevice(&previous_);
+    if (err == cudaSuccess && previous_ != index_) err = cudaSetDevice(index_);
+    STRATA_CHECK(err == cudaSuccess, BackendError, "launching kernel '{}' of op '{}': selecting {} failed: {} ({})",
+                 site.kernel, site.op, site.device, cudaGetErrorName(err), cudaGetErrorString(err));
+  }
+  // Going back cannot reasonably fail once selecting worked, and a destructor must not throw.
+  ~LaunchDevice() {
+    if (previous_ >= 0 && previous_ != index_ && cudaSetDevice(previous_) != cudaSuccess) (void)cudaGetLastError();
+  }
+  LaunchDevice(const LaunchDevice&) = delete;
+  LaunchDevice& operator=(const LaunchDevice&) = delete;
+
+ private:
+  int index_;
+  int previous_ = -1;
+};
+
 inline void after_gpu_launch(const LaunchSite& site) {
   const cudaError_t err = cudaGetLastError();
   STRATA_CHECK(err == cudaSuccess, BackendError, "launching kernel '{}' of op '{}' on {} failed: {} ({})",
@@ -164,6 +188,7 @@ void forall(const LaunchSite& site, int64_t n, F f) {
 #if defined(__CUDACC__)
   constexpr int kThreads = 256;
   const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 8);
+  const detail::LaunchDevice on_device(site);
   detail::forall_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(site.stream)>>>(n, f);
   detail::after_gpu_launch(site);
 #else
@@ -194,6 +219,7 @@ void launch(const LaunchSite& site, Dim3 grid, Dim3 block, F f) {
     return;
   }
 #if defined(__CUDACC__)
+  const detail::LaunchDevice on_device(site);
   detail::launch_kernel<<<dim3(grid.x, grid.y, grid.z), dim3(block.x, block.y, block.z), 0,
                           static_cast<cudaStream_t>(site.stream)>>>(f);
   detail::after_gpu_launch(site);

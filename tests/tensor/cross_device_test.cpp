@@ -55,6 +55,9 @@ class CrossDevice : public ::testing::TestWithParam<Device> {};
 
 TEST_P(CrossDevice, EveryOpMatchesTheCpu) {
   const Device device = GetParam();
+  // cuda:0 stays the current device: an op runs on its tensors' device whatever is current (on cuda:1 and up, a
+  // kernel launched on the current device would run on the wrong GPU or fail).
+  const cuda::DeviceGuard current(0);
   manual_seed(7);
   const std::vector<Tensor> host = {randn({8, 16}), randn({8, 16}), randn({16}), tensor<int64_t>({5, 0, 7, 2})};
   std::vector<Tensor> moved;
