@@ -4,6 +4,7 @@
 
 #include <cudnn.h>
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <map>
@@ -167,44 +168,80 @@ struct Algorithm {
   std::size_t workspace = 0;
 };
 
-// Note [cuDNN algorithm choice]
-// cuDNN's heuristics (the _v7 queries) rank the algorithms for a shape without running them; we take the first
-// that cuDNN says works and, for f32 without TF32, that does not need tensor-op math. The choice is cached per
-// pass, shape and parameters, since the queries cost tens of microseconds. Benchmarking (cudnnFind*) would pick
-// faster algorithms for some shapes at the price of running every candidate once; it is a possible refinement.
-template <typename Perf, typename Query>
-Algorithm choose(Conv& c, Pass pass, cudnnDataType_t type, bool allow_tf32, Query query) {
-  auto key = c.key;
-  key[17] = static_cast<int64_t>(pass);
-  static std::mutex mutex;
-  static std::map<std::array<int64_t, 18>, Algorithm> cache;
-  {
-    std::lock_guard lock(mutex);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
-  }
-  constexpr int kMaxAlgorithms = 16;
-  std::array<Perf, kMaxAlgorithms> perf{};
-  int count = 0;
-  STRATA_CUDNN_CHECK(query(kMaxAlgorithms, &count, perf.data()), c.op);
-  const bool tensor_ops_ok = type != CUDNN_DATA_FLOAT || allow_tf32;
-  for (int i = 0; i < count; ++i) {
-    const Perf& candidate = perf[static_cast<std::size_t>(i)];
-    if (candidate.status != CUDNN_STATUS_SUCCESS) continue;
-    if (!tensor_ops_ok && candidate.mathType != CUDNN_FMA_MATH && candidate.mathType != CUDNN_DEFAULT_MATH) continue;
-    // The math type is written back to the descriptor before the call, and for f32 on sm_80+ CUDNN_DEFAULT_MATH
-    // lets cuDNN use TF32 tensor cores: without TF32 allowed, an algorithm offered with it runs with FMA math.
-    const cudnnMathType_t math = tensor_ops_ok ? candidate.mathType : CUDNN_FMA_MATH;
-    const Algorithm chosen{static_cast<int>(candidate.algo), math, candidate.memory};
-    std::lock_guard lock(mutex);
-    cache.emplace(key, chosen);
-    return chosen;
-  }
-  STRATA_THROW(BackendError, "{}: cuDNN offers no convolution algorithm for this shape and dtype", c.op);
-}
-
 /// Workspace of `bytes` from our caching allocator, on the op's stream.
 DataPtr workspace(const ops::OpCall& call, std::size_t bytes) {
   return bytes == 0 ? DataPtr() : allocator(call.device).allocate(bytes, call.stream, call.op);
+}
+
+/// The algorithm a convolution pass runs with, and its workspace.
+struct Chosen {
+  Algorithm algo;
+  DataPtr workspace;
+};
+
+// Note [cuDNN algorithm choice]
+// cuDNN's heuristics (the _v7 queries) rank the algorithms for a shape without running them; the candidates are
+// those cuDNN says work and, for f32 without TF32, that do not need tensor-op math, in cuDNN's order. They are
+// cached per pass, shape and parameters, since the queries cost tens of microseconds. A pass runs with the first
+// candidate whose workspace our allocator can give: the fastest often needs the most, and under a memory limit
+// (STRATA_MEMORY_LIMIT) or on a full GPU a slower one with less workspace still runs, where taking only the first
+// would fail with OutOfMemoryError although the convolution can be done. The one that fitted moves to the front of
+// the cached list, so later calls do not ask again for the workspace that failed; when none fits, the last
+// candidate's OutOfMemoryError is reported. Benchmarking (cudnnFind*) would pick faster algorithms for some shapes
+// at the price of running every candidate once; it is a possible refinement.
+template <typename Perf, typename Query>
+Chosen choose(const ops::OpCall& call, Conv& c, Pass pass, cudnnDataType_t type, bool allow_tf32, Query query) {
+  using Key = std::array<int64_t, 18>;
+  auto key = c.key;
+  key[17] = static_cast<int64_t>(pass);
+  static std::mutex mutex;
+  static std::map<Key, std::vector<Algorithm>> cache;
+  std::vector<Algorithm> candidates;
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) candidates = it->second;
+  }
+  if (candidates.empty()) {
+    constexpr int kMaxAlgorithms = 16;
+    std::array<Perf, kMaxAlgorithms> perf{};
+    int count = 0;
+    STRATA_CUDNN_CHECK(query(kMaxAlgorithms, &count, perf.data()), c.op);
+    const bool tensor_ops_ok = type != CUDNN_DATA_FLOAT || allow_tf32;
+    for (int i = 0; i < count; ++i) {
+      const Perf& candidate = perf[static_cast<std::size_t>(i)];
+      if (candidate.status != CUDNN_STATUS_SUCCESS) continue;
+      if (!tensor_ops_ok && candidate.mathType != CUDNN_FMA_MATH && candidate.mathType != CUDNN_DEFAULT_MATH) {
+        continue;
+      }
+      // The math type is written back to the descriptor before the call, and for f32 on sm_80+ CUDNN_DEFAULT_MATH
+      // lets cuDNN use TF32 tensor cores: without TF32 allowed, an algorithm offered with it runs with FMA math.
+      const cudnnMathType_t math = tensor_ops_ok ? candidate.mathType : CUDNN_FMA_MATH;
+      candidates.push_back({static_cast<int>(candidate.algo), math, candidate.memory});
+    }
+    STRATA_CHECK(!candidates.empty(), BackendError,
+                 "{}: cuDNN offers no convolution algorithm for this shape and dtype", c.op);
+    std::lock_guard lock(mutex);
+    cache.emplace(key, candidates);
+  }
+  for (std::size_t i = 0;; ++i) {
+    DataPtr ws;
+    try {
+      ws = workspace(call, candidates[i].workspace);
+    } catch (const OutOfMemoryError&) {
+      if (i + 1 == candidates.size()) throw;
+      continue;
+    }
+    if (i > 0) {
+      std::lock_guard lock(mutex);
+      std::vector<Algorithm>& cached = cache[key];
+      const auto fitted = std::find_if(cached.begin(), cached.end(), [&](const Algorithm& a) {
+        return a.algo == candidates[i].algo && a.math == candidates[i].math;
+      });
+      if (fitted != cached.end()) std::rotate(cached.begin(), fitted, fitted + 1);
+    }
+    STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), candidates[i].math), c.op);
+    return {candidates[i], std::move(ws)};
+  }
 }
 
 void* at(const TensorView& v) {
@@ -217,13 +254,11 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
   RuntimeDeviceGuard guard(device);
   Conv c(call, input, weight, out, p);
   const cudnnDataType_t type = data_type(input.dtype, call.op);
-  const Algorithm algo = choose<cudnnConvolutionFwdAlgoPerf_t>(
-      c, Pass::Forward, type, p.allow_tf32, [&](int n, int* count, cudnnConvolutionFwdAlgoPerf_t* perf) {
+  const auto [algo, ws] = choose<cudnnConvolutionFwdAlgoPerf_t>(
+      call, c, Pass::Forward, type, p.allow_tf32, [&](int n, int* count, cudnnConvolutionFwdAlgoPerf_t* perf) {
         return cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x.get(), c.w.get(), c.conv.get(), c.y.get(), n,
                                                       count, perf);
       });
-  STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), algo.math), call.op);
-  const DataPtr ws = workspace(call, algo.workspace);
   const auto fwd_algo = static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo);
 
   TensorDesc bias_desc(call.op);
@@ -268,13 +303,11 @@ void backward_data(const ops::OpCall& call, const TensorView& grad_input, const 
   RuntimeDeviceGuard guard(device);
   Conv c(call, grad_input, weight, grad_output, p);
   const cudnnDataType_t type = data_type(grad_input.dtype, call.op);
-  const Algorithm algo = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
-      c, Pass::BackwardData, type, p.allow_tf32, [&](int n, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+  const auto [algo, ws] = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
+      call, c, Pass::BackwardData, type, p.allow_tf32, [&](int n, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
         return cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w.get(), c.y.get(), c.conv.get(), c.x.get(),
                                                            n, count, perf);
       });
-  STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), algo.math), call.op);
-  const DataPtr ws = workspace(call, algo.workspace);
   STRATA_CUDNN_CHECK(cudnnConvolutionBackwardData(c.handle, c.scale.one(), c.w.get(), at(weight), c.y.get(),
                                                   at(grad_output), c.conv.get(),
                                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), ws.get(),
@@ -288,14 +321,12 @@ void backward_weight(const ops::OpCall& call, const TensorView& grad_weight, con
   RuntimeDeviceGuard guard(device);
   Conv c(call, input, grad_weight, grad_output, p);
   const cudnnDataType_t type = data_type(input.dtype, call.op);
-  const Algorithm algo = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
-      c, Pass::BackwardFilter, type, p.allow_tf32,
+  const auto [algo, ws] = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      call, c, Pass::BackwardFilter, type, p.allow_tf32,
       [&](int n, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
         return cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.handle, c.x.get(), c.y.get(), c.conv.get(), c.w.get(),
                                                              n, count, perf);
       });
-  STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), algo.math), call.op);
-  const DataPtr ws = workspace(call, algo.workspace);
   STRATA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c.handle, c.scale.one(), c.x.get(), at(input), c.y.get(),
                                                     at(grad_output), c.conv.get(),
                                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), ws.get(),
