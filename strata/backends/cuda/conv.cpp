@@ -132,6 +132,12 @@ struct Conv {
     const cudnnDataType_t type = data_type(input.dtype, op);
     scale.f64 = input.dtype == DType::F64;
     const auto i = [this](int64_t v) { return as_int(v, op); };
+    // cuDNN's legacy API indexes a tensor with 32 bits, whatever its sizes are one by one.
+    for (const auto& [what, v] : {std::pair{"input", &input}, {"weight", &weight}, {"output", &out}}) {
+      STRATA_CHECK(v->numel() <= std::numeric_limits<int>::max(), NotImplementedError,
+                   "{}: the {} has {} elements, more than cuDNN's convolutions index ({}); split the batch", op, what,
+                   v->numel(), std::numeric_limits<int>::max());
+    }
     STRATA_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x.get(), CUDNN_TENSOR_NCHW, type, i(input.shape[0]),
                                                   i(input.shape[1]), i(input.shape[2]), i(input.shape[3])),
                        op);
