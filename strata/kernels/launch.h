@@ -153,9 +153,13 @@ class LaunchDevice {
 };
 
 inline void after_gpu_launch(const LaunchSite& site) {
+  // An error of an earlier kernel that ran asynchronously surfaces here as well, so the message says how to tell.
   const cudaError_t err = cudaGetLastError();
-  STRATA_CHECK(err == cudaSuccess, BackendError, "launching kernel '{}' of op '{}' on {} failed: {} ({})",
-               site.kernel, site.op, site.device, cudaGetErrorName(err), cudaGetErrorString(err));
+  STRATA_CHECK(err == cudaSuccess, BackendError, "launching kernel '{}' of op '{}' on {} failed: {} ({}){}",
+               site.kernel, site.op, site.device, cudaGetErrorName(err), cudaGetErrorString(err),
+               launch_blocking() ? ""
+                                 : "; the error may come from an earlier kernel: set STRATA_LAUNCH_BLOCKING=1 to "
+                                   "report each at its launch");
   if (launch_blocking()) {
     const cudaError_t sync = cudaStreamSynchronize(static_cast<cudaStream_t>(site.stream));
     STRATA_CHECK(sync == cudaSuccess, BackendError, "kernel '{}' of op '{}' on {} failed: {} ({})", site.kernel,
