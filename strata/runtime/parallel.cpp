@@ -44,10 +44,6 @@ void set_num_threads(int n) {
 
 bool in_parallel_region() { return omp_in_parallel() != 0; }
 
-// omp_set_num_threads sets an ICV of the calling thread's task only, which OpenMP regions it opens then use.
-CallingThreadOnly::CallingThreadOnly() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
-CallingThreadOnly::~CallingThreadOnly() { omp_set_num_threads(saved_); }
-
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);

@@ -24,17 +24,4 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
 /// True on a pool thread inside parallel_for (nested calls then run inline).
 bool in_parallel_region();
 
-/// While alive, the pool regions the calling thread opens, oneDNN's included, run on the calling thread alone:
-/// for work too small to be worth waking the pool. Affects no other thread.
-class CallingThreadOnly {
- public:
-  CallingThreadOnly();
-  ~CallingThreadOnly();
-  CallingThreadOnly(const CallingThreadOnly&) = delete;
-  CallingThreadOnly& operator=(const CallingThreadOnly&) = delete;
-
- private:
-  int saved_;
-};
-
 }  // namespace strata

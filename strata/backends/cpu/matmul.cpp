@@ -35,16 +35,32 @@ namespace {
 // With B transposed (A B^T, as linear's x @ weight.t()) dnnl_sgemm is much slower than the primitive (its brgemm
 // kernels): 64 x 3136 times (128 x 3136)^T 111 against 285 GFLOP/s, n = 256 228 against 307, n = 512 109 against
 // 172 (same program, 2 threads; /tmp measurements of 2026-11-23), while for A B the two are even or sgemm wins.
-// Small products on one thread (calling thread only, see below), n x n, us: n = 64: OpenBLAS with the machine's
-// OPENBLAS_CORETYPE=Haswell 5.9, dnnl_sgemm 2.9; n = 80: 11.2 against 5.5; n = 100: 42.8 against 12.0.
+// Small products (2026-11-24, the Zen 4 machine of docs/benchmarks.md, a /tmp program timing each library alone,
+// best of 7 runs of 1000 calls, us; "1 thr" = OpenMP held to the calling thread; OpenBLAS is its OpenMP build on one
+// thread; in brackets with OPENBLAS_CORETYPE=Haswell):
+//   m x n x k            dnnl_sgemm 2 thr   1 thr      OpenBLAS
+//   8 x 8 x 8                      0.27      0.27      0.04 (0.08)
+//   32 x 32 x 32                   0.87      0.87      0.61 (0.81)
+//   48 x 48 x 48                   2.22      2.22      1.96 (2.37)
+//   56 x 56 x 56                   4.19      4.19      3.46 (3.72)
+//   64 x 10 x 128, B^T (fc2)       3.55      4.22      1.81 (2.80)
+//   10 x 128 x 64                  1.79      1.79      1.44 (2.78)
+//   64 x 64 x 64                   3.98      5.38      4.64 (5.45)
+//   32 x 32 x 256                  3.53      4.76      4.57 (5.91)
+//   80 x 80 x 80                   6.10      9.30      9.01
+// dnnl_sgemm costs at least ~0.25 us a call and keeps to one thread by itself below ~56^3; from 64^3 on its two
+// threads beat everything (an earlier note here had a 64 x 64 product take 69 us on two threads: that was OpenBLAS's
+// pthread build spinning after start-up, gone since libstrata links the OpenMP one).
 // So one product runs on dnnl_sgemm unless it is A B^T, a batch on the cached matmul primitive (it spreads the
 // batch over the threads: bmm of 64 64x64 matrices 359 GFLOP/s against 81 for a loop of dnnl_sgemm), and products
-// below kSmallGemmFlops on dnnl_sgemm on the calling thread alone, where a fork/join costs more than it saves.
+// below kSmallGemmFlops on OpenBLAS on the calling thread (with the machine's CORETYPE=Haswell a few of those shapes
+// would be faster on dnnl_sgemm, but fewer, and by less, than the other way round).
 // oneDNN has no f64 GEMM, so f64 uses cblas_dgemm with rows or batch entries split over our pool.
 // Builds without oneDNN use OpenBLAS for everything.
-constexpr double kSmallGemmFlops = 2.0 * 80 * 80 * 80;
+constexpr double kSmallGemmFlops = 2.0 * 60 * 60 * 60;
 // Products below this many flops run on the calling thread: dispatching to the pool costs more.
 constexpr double kParallelGemmFlops = 2.0 * 64 * 64 * 64;
+static_assert(kSmallGemmFlops <= kParallelGemmFlops, "small products run on OpenBLAS on the calling thread");
 // Primitives are cached by shape; a model has few distinct shapes, so the cache is simply dropped when full.
 constexpr std::size_t kPrimitiveCacheSize = 512;
 
@@ -190,15 +206,9 @@ void sgemm([[maybe_unused]] const char* op, const Gemm& g, float* out, const flo
     return g.batch == 1 && !a_times_b_transposed ? onednn_single_sgemm(op, g, out, a, b)
                                                   : onednn_sgemm(op, g, out, a, b);
   }
-  // Below kSmallGemmFlops on the calling thread (a 64x64 product split over 2 threads took 69 us, on one 2.6 us),
-  // on oneDNN's sgemm held to that thread: twice OpenBLAS there (Note [Choosing the CPU GEMM]).
-  const CallingThreadOnly one_thread;
-  for (int64_t i = 0; i < g.batch; ++i) {
-    onednn_single_sgemm(op, g, out + i * g.m * g.n, a + i * g.a.strides[0], b + i * g.b.strides[0]);
-  }
-#else
-  blas_gemm<float>(g, out, a, b);
 #endif
+  // Small products (below kParallelGemmFlops too: the calling thread) and builds without oneDNN.
+  blas_gemm<float>(g, out, a, b);
 }
 
 // f16/bf16: the operands converted to contiguous f32, the f32 GEMM, and the result converted back.
