@@ -131,6 +131,8 @@ __global__ void launch_kernel(F f) {
 // A launch goes to the CUDA runtime's current device: the kernel of an op on cuda:1 while cuda:0 is current would run
 // on cuda:0 (the legacy default stream is the current device's) or fail (a stream of cuda:1). So the site's device is
 // made current for the launch; cudaSetDevice is called only when it differs, and the previous device comes back.
+// backends/cuda's RuntimeDeviceGuard does the same around cuBLAS/cuDNN calls; kernels/ may not include backends/
+// (ARCHITECTURE.md), hence this twin. One guard per op in the dispatcher (tensor/op_call.h) would serve both.
 class LaunchDevice {
  public:
   explicit LaunchDevice(const LaunchSite& site) : index_(site.device.index()) {
