@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <exception>
 #include <limits>
 #include <map>
 #include <memory>
@@ -168,10 +169,27 @@ struct Conv {
   }
 };
 
+// Note [cuDNN algorithm choice]
+// cuDNN's heuristics (the _v7 queries) rank the algorithms for a shape without running them; the candidates are
+// those cuDNN says work and, for f32 without TF32, that do not need tensor-op math, in cuDNN's order. They are
+// cached per pass, shape and parameters, since the queries cost tens of microseconds. A pass runs with the first
+// candidate that works, trying the next one when
+//  - our allocator cannot give the candidate's workspace: the fastest often needs the most, and under a memory
+//    limit (STRATA_MEMORY_LIMIT) or on a full GPU a slower one with less workspace still runs, where taking only
+//    the first would fail with OutOfMemoryError although the convolution can be done;
+//  - cuDNN answers the call itself with a NOT_SUPPORTED status: the heuristics are a prediction, and cuDNN checks
+//    some limits (shared memory, launch bounds) only when it is asked to run. The call has launched nothing then,
+//    so nothing is left half done. PyTorch's cuDNN convolutions move on to the next algorithm the same way.
+// Any other status (a bad parameter, a failed execution, whose CUDA error may be sticky) is reported at once. The
+// candidate that ran moves to the front of the cached list, and one cuDNN refused leaves it, so later calls do not
+// ask again for what failed. When no candidate runs, the error says why: an OutOfMemoryError if any candidate
+// lacked workspace (memory is what a user can change), else the last refusal. Benchmarking (cudnnFind*) would pick
+// faster algorithms for some shapes at the price of running every candidate once; it is a possible refinement.
 struct Algorithm {
   int algo = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   std::size_t workspace = 0;
+  bool operator==(const Algorithm& other) const { return algo == other.algo && math == other.math; }
 };
 
 /// Workspace of `bytes` from our caching allocator, on the op's stream.
@@ -179,75 +197,88 @@ DataPtr workspace(const ops::OpCall& call, std::size_t bytes) {
   return bytes == 0 ? DataPtr() : allocator(call.device).allocate(bytes, call.stream, call.op);
 }
 
-/// The algorithm a convolution pass runs with, and its workspace.
-struct Chosen {
-  Algorithm algo;
-  DataPtr workspace;
-};
-
-// Note [cuDNN algorithm choice]
-// cuDNN's heuristics (the _v7 queries) rank the algorithms for a shape without running them; the candidates are
-// those cuDNN says work and, for f32 without TF32, that do not need tensor-op math, in cuDNN's order. They are
-// cached per pass, shape and parameters, since the queries cost tens of microseconds. A pass runs with the first
-// candidate whose workspace our allocator can give: the fastest often needs the most, and under a memory limit
-// (STRATA_MEMORY_LIMIT) or on a full GPU a slower one with less workspace still runs, where taking only the first
-// would fail with OutOfMemoryError although the convolution can be done. The one that fitted moves to the front of
-// the cached list, so later calls do not ask again for the workspace that failed; when none fits, the last
-// candidate's OutOfMemoryError is reported. Benchmarking (cudnnFind*) would pick faster algorithms for some shapes
-// at the price of running every candidate once; it is a possible refinement.
+/// The candidate algorithms of one pass, as cuDNN's heuristics rank them (Note [cuDNN algorithm choice]).
 template <typename Perf, typename Query>
-Chosen choose(const ops::OpCall& call, Conv& c, Pass pass, cudnnDataType_t type, bool allow_tf32, Query query) {
+std::vector<Algorithm> candidates(Conv& c, cudnnDataType_t type, bool allow_tf32, Query query) {
+  constexpr int kMaxAlgorithms = 16;
+  std::array<Perf, kMaxAlgorithms> perf{};
+  int count = 0;
+  STRATA_CUDNN_CHECK(query(kMaxAlgorithms, &count, perf.data()), c.op);
+  const bool tensor_ops_ok = type != CUDNN_DATA_FLOAT || allow_tf32;
+  std::vector<Algorithm> found;
+  for (int i = 0; i < count; ++i) {
+    const Perf& candidate = perf[static_cast<std::size_t>(i)];
+    if (candidate.status != CUDNN_STATUS_SUCCESS) continue;
+    if (!tensor_ops_ok && candidate.mathType != CUDNN_FMA_MATH && candidate.mathType != CUDNN_DEFAULT_MATH) continue;
+    // The math type is written back to the descriptor before the call, and for f32 on sm_80+ CUDNN_DEFAULT_MATH
+    // lets cuDNN use TF32 tensor cores: without TF32 allowed, an algorithm offered with it runs with FMA math.
+    const cudnnMathType_t math = tensor_ops_ok ? candidate.mathType : CUDNN_FMA_MATH;
+    found.push_back({static_cast<int>(candidate.algo), math, candidate.memory});
+  }
+  STRATA_CHECK(!found.empty(), BackendError, "{}: cuDNN offers no convolution algorithm for this shape and dtype",
+               c.op);
+  return found;
+}
+
+/// Runs one convolution pass: `execute(algorithm, workspace)` makes the cuDNN call and returns its status; the
+/// candidates are tried in turn as Note [cuDNN algorithm choice] says.
+template <typename Perf, typename Query, typename Execute>
+void run_pass(const ops::OpCall& call, Conv& c, Pass pass, cudnnDataType_t type, bool allow_tf32, Query query,
+              Execute execute, const char* what) {
   using Key = std::array<int64_t, 18>;
   auto key = c.key;
   key[17] = static_cast<int64_t>(pass);
   static std::mutex mutex;
   static std::map<Key, std::vector<Algorithm>> cache;
-  std::vector<Algorithm> candidates;
+  std::vector<Algorithm> to_try;
   {
     std::lock_guard lock(mutex);
-    if (auto it = cache.find(key); it != cache.end()) candidates = it->second;
+    if (auto it = cache.find(key); it != cache.end()) to_try = it->second;
   }
-  if (candidates.empty()) {
-    constexpr int kMaxAlgorithms = 16;
-    std::array<Perf, kMaxAlgorithms> perf{};
-    int count = 0;
-    STRATA_CUDNN_CHECK(query(kMaxAlgorithms, &count, perf.data()), c.op);
-    const bool tensor_ops_ok = type != CUDNN_DATA_FLOAT || allow_tf32;
-    for (int i = 0; i < count; ++i) {
-      const Perf& candidate = perf[static_cast<std::size_t>(i)];
-      if (candidate.status != CUDNN_STATUS_SUCCESS) continue;
-      if (!tensor_ops_ok && candidate.mathType != CUDNN_FMA_MATH && candidate.mathType != CUDNN_DEFAULT_MATH) {
-        continue;
-      }
-      // The math type is written back to the descriptor before the call, and for f32 on sm_80+ CUDNN_DEFAULT_MATH
-      // lets cuDNN use TF32 tensor cores: without TF32 allowed, an algorithm offered with it runs with FMA math.
-      const cudnnMathType_t math = tensor_ops_ok ? candidate.mathType : CUDNN_FMA_MATH;
-      candidates.push_back({static_cast<int>(candidate.algo), math, candidate.memory});
-    }
-    STRATA_CHECK(!candidates.empty(), BackendError,
-                 "{}: cuDNN offers no convolution algorithm for this shape and dtype", c.op);
+  if (to_try.empty()) {
+    to_try = candidates<Perf>(c, type, allow_tf32, query);
     std::lock_guard lock(mutex);
-    cache.emplace(key, candidates);
+    cache.insert_or_assign(key, to_try);
   }
-  for (std::size_t i = 0;; ++i) {
+  const auto update_cache = [&](const Algorithm& a, bool ran) {
+    std::lock_guard lock(mutex);
+    std::vector<Algorithm>& cached = cache[key];
+    const auto it = std::find(cached.begin(), cached.end(), a);
+    if (it == cached.end()) return;
+    if (ran) {
+      std::rotate(cached.begin(), it, it + 1);
+    } else {
+      cached.erase(it);
+    }
+  };
+  std::exception_ptr out_of_memory;
+  cudnnStatus_t refused = CUDNN_STATUS_SUCCESS;
+  int refused_algo = -1;
+  for (std::size_t i = 0; i < to_try.size(); ++i) {
+    const Algorithm& a = to_try[i];
     DataPtr ws;
     try {
-      ws = workspace(call, candidates[i].workspace);
+      ws = workspace(call, a.workspace);
     } catch (const OutOfMemoryError&) {
-      if (i + 1 == candidates.size()) throw;
+      out_of_memory = std::current_exception();
       continue;
     }
-    if (i > 0) {
-      std::lock_guard lock(mutex);
-      std::vector<Algorithm>& cached = cache[key];
-      const auto fitted = std::find_if(cached.begin(), cached.end(), [&](const Algorithm& a) {
-        return a.algo == candidates[i].algo && a.math == candidates[i].math;
-      });
-      if (fitted != cached.end()) std::rotate(cached.begin(), fitted, fitted + 1);
+    STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), a.math), c.op);
+    const cudnnStatus_t status = execute(a, ws.get());
+    if (status == CUDNN_STATUS_SUCCESS) {
+      if (i > 0) update_cache(a, true);
+      return;
     }
-    STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), candidates[i].math), c.op);
-    return {candidates[i], std::move(ws)};
+    if (CUDNN_STATUS_CATEGORY(status) != CUDNN_STATUS_NOT_SUPPORTED) throw_cudnn(status, what, c.op);
+    update_cache(a, false);
+    refused = status;
+    refused_algo = a.algo;
   }
+  if (out_of_memory) std::rethrow_exception(out_of_memory);
+  STRATA_THROW(
+      BackendError,
+      "{}: {} ran with none of the {} algorithms cuDNN's heuristics offered; the last, algorithm {}, failed: {} ({})",
+      c.op, what, to_try.size(), refused_algo, cudnnGetErrorString(refused), static_cast<int>(refused));
 }
 
 void* at(const TensorView& v) {
@@ -260,12 +291,6 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
   RuntimeDeviceGuard guard(device);
   Conv c(call, input, weight, out, p);
   const cudnnDataType_t type = data_type(input.dtype, call.op);
-  const auto [algo, ws] = choose<cudnnConvolutionFwdAlgoPerf_t>(
-      call, c, Pass::Forward, type, p.allow_tf32, [&](int n, int* count, cudnnConvolutionFwdAlgoPerf_t* perf) {
-        return cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x.get(), c.w.get(), c.conv.get(), c.y.get(), n,
-                                                      count, perf);
-      });
-  const auto fwd_algo = static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo);
 
   TensorDesc bias_desc(call.op);
   ActivationDesc relu(call.op);
@@ -277,20 +302,30 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
   if (p.relu) {
     STRATA_CUDNN_CHECK(cudnnSetActivationDescriptor(relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
                        call.op);
-    if (bias.data != nullptr) {
-      // One fused call: y = relu(conv(x, w) + 0 * y + bias). Where cuDNN turns this combination down (it supports
-      // fewer dtypes and algorithms fused), the separate steps below run and report any real failure.
-      const cudnnStatus_t fused = cudnnConvolutionBiasActivationForward(
-          c.handle, c.scale.one(), c.x.get(), at(input), c.w.get(), at(weight), c.conv.get(), fwd_algo, ws.get(),
-          algo.workspace, c.scale.zero(), c.y.get(), at(out), bias_desc.get(), at(bias), relu.get(), c.y.get(),
-          at(out));
-      if (fused == CUDNN_STATUS_SUCCESS) return;
-    }
   }
-  STRATA_CUDNN_CHECK(cudnnConvolutionForward(c.handle, c.scale.one(), c.x.get(), at(input), c.w.get(), at(weight),
-                                             c.conv.get(), fwd_algo, ws.get(), algo.workspace, c.scale.zero(),
-                                             c.y.get(), at(out)),
-                     call.op);
+  bool fused = false;
+  run_pass<cudnnConvolutionFwdAlgoPerf_t>(
+      call, c, Pass::Forward, type, p.allow_tf32,
+      [&](int n, int* count, cudnnConvolutionFwdAlgoPerf_t* perf) {
+        return cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x.get(), c.w.get(), c.conv.get(), c.y.get(), n, count,
+                                                      perf);
+      },
+      [&](const Algorithm& algo, void* ws) {
+        const auto fwd_algo = static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo);
+        if (p.relu && bias.data != nullptr) {
+          // One fused call: y = relu(conv(x, w) + 0 * y + bias). Where cuDNN turns this combination down (it
+          // supports fewer dtypes and algorithms fused), the separate steps run and report any real failure.
+          fused = cudnnConvolutionBiasActivationForward(c.handle, c.scale.one(), c.x.get(), at(input), c.w.get(),
+                                                        at(weight), c.conv.get(), fwd_algo, ws, algo.workspace,
+                                                        c.scale.zero(), c.y.get(), at(out), bias_desc.get(), at(bias),
+                                                        relu.get(), c.y.get(), at(out)) == CUDNN_STATUS_SUCCESS;
+          if (fused) return CUDNN_STATUS_SUCCESS;
+        }
+        return cudnnConvolutionForward(c.handle, c.scale.one(), c.x.get(), at(input), c.w.get(), at(weight),
+                                       c.conv.get(), fwd_algo, ws, algo.workspace, c.scale.zero(), c.y.get(), at(out));
+      },
+      "cudnnConvolutionForward");
+  if (fused) return;
   if (bias.data != nullptr) {
     STRATA_CUDNN_CHECK(
         cudnnAddTensor(c.handle, c.scale.one(), bias_desc.get(), at(bias), c.scale.one(), c.y.get(), at(out)),
@@ -309,16 +344,18 @@ void backward_data(const ops::OpCall& call, const TensorView& grad_input, const 
   RuntimeDeviceGuard guard(device);
   Conv c(call, grad_input, weight, grad_output, p);
   const cudnnDataType_t type = data_type(grad_input.dtype, call.op);
-  const auto [algo, ws] = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
-      call, c, Pass::BackwardData, type, p.allow_tf32, [&](int n, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+  run_pass<cudnnConvolutionBwdDataAlgoPerf_t>(
+      call, c, Pass::BackwardData, type, p.allow_tf32,
+      [&](int n, int* count, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
         return cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w.get(), c.y.get(), c.conv.get(), c.x.get(),
                                                            n, count, perf);
-      });
-  STRATA_CUDNN_CHECK(cudnnConvolutionBackwardData(c.handle, c.scale.one(), c.w.get(), at(weight), c.y.get(),
-                                                  at(grad_output), c.conv.get(),
-                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), ws.get(),
-                                                  algo.workspace, c.scale.zero(), c.x.get(), at(grad_input)),
-                     call.op);
+      },
+      [&](const Algorithm& algo, void* ws) {
+        return cudnnConvolutionBackwardData(c.handle, c.scale.one(), c.w.get(), at(weight), c.y.get(), at(grad_output),
+                                            c.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo), ws,
+                                            algo.workspace, c.scale.zero(), c.x.get(), at(grad_input));
+      },
+      "cudnnConvolutionBackwardData");
 }
 
 void backward_weight(const ops::OpCall& call, const TensorView& grad_weight, const TensorView& grad_bias,
@@ -327,17 +364,18 @@ void backward_weight(const ops::OpCall& call, const TensorView& grad_weight, con
   RuntimeDeviceGuard guard(device);
   Conv c(call, input, grad_weight, grad_output, p);
   const cudnnDataType_t type = data_type(input.dtype, call.op);
-  const auto [algo, ws] = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
+  run_pass<cudnnConvolutionBwdFilterAlgoPerf_t>(
       call, c, Pass::BackwardFilter, type, p.allow_tf32,
       [&](int n, int* count, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
         return cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.handle, c.x.get(), c.y.get(), c.conv.get(), c.w.get(),
                                                              n, count, perf);
-      });
-  STRATA_CUDNN_CHECK(cudnnConvolutionBackwardFilter(c.handle, c.scale.one(), c.x.get(), at(input), c.y.get(),
-                                                    at(grad_output), c.conv.get(),
-                                                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), ws.get(),
-                                                    algo.workspace, c.scale.zero(), c.w.get(), at(grad_weight)),
-                     call.op);
+      },
+      [&](const Algorithm& algo, void* ws) {
+        return cudnnConvolutionBackwardFilter(c.handle, c.scale.one(), c.x.get(), at(input), c.y.get(), at(grad_output),
+                                              c.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), ws,
+                                              algo.workspace, c.scale.zero(), c.w.get(), at(grad_weight));
+      },
+      "cudnnConvolutionBackwardFilter");
   if (grad_bias.data != nullptr) {
     TensorDesc bias_desc(call.op);
     STRATA_CUDNN_CHECK(cudnnSetTensor4dDescriptor(bias_desc.get(), CUDNN_TENSOR_NCHW, type, 1,
