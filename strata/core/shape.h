@@ -7,6 +7,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -156,6 +157,18 @@ inline Strides contiguous_strides(const Shape& shape) {
     step *= std::max<int64_t>(shape[i], 1);
   }
   return strides;
+}
+
+/// The number of elements a contiguous tensor of `shape` spans, each dimension counted as at least 1 (as
+/// contiguous_strides steps over it), times `element_bytes`: the bytes its storage needs when no dimension is 0, and
+/// what its largest stride reaches in any case. Empty when that does not fit in int64, so that neither the tensor's
+/// strides nor its byte count can overflow. Dimensions must be non-negative.
+inline std::optional<int64_t> checked_span(const Shape& shape, int64_t element_bytes = 1) {
+  int64_t span = element_bytes;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(span, std::max<int64_t>(d, 1), &span)) return std::nullopt;
+  }
+  return span;
 }
 
 /// "[2, 3]" — for error messages.

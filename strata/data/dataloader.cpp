@@ -30,6 +30,12 @@ namespace {
 
 constexpr std::size_t kMaxInFlight = 4;
 
+int64_t dataset_size(const Dataset& dataset) {
+  const int64_t n = dataset.size();
+  STRATA_CHECK(n >= 0, InvalidArgumentError, "DataLoader: the dataset's size() is {}, which is negative", n);
+  return n;
+}
+
 // What the background thread hands over: a batch in host memory, or the exception that stopped it.
 struct Prepared {
   Example batch;
@@ -83,7 +89,19 @@ struct DataLoader::Epoch {
     }
     not_full.notify_all();
     if (thread.joinable()) thread.join();
-    for (InFlight& f : in_flight) f.copied.synchronize();
+    for (InFlight& f : in_flight) {
+      // The pinned buffers must outlive their copies. A destructor must not throw, and this wait may: under
+      // STRATA_SYNC_DEBUG=error it is refused, and a device assert from earlier work surfaces at it. Then it polls
+      // instead, and the error is left to the program's next synchronisation.
+      try {
+        f.copied.synchronize();
+      } catch (const Error&) {
+        try {
+          while (!f.copied.query()) std::this_thread::yield();
+        } catch (const Error&) {  // the device failed: no copy is running any more
+        }
+      }
+    }
   }
 };
 
@@ -101,9 +119,9 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
 DataLoader::~DataLoader() = default;
 
 int64_t DataLoader::size() const {
-  const int64_t n = dataset_->size();
+  const int64_t n = dataset_size(*dataset_);
   const int64_t b = options_.batch_size;
-  return options_.drop_last ? n / b : (n + b - 1) / b;
+  return n / b + (options_.drop_last || n % b == 0 ? 0 : 1);
 }
 
 namespace {
@@ -131,6 +149,10 @@ Example prepare(const Dataset& dataset, const DataLoaderOptions& options, const 
     batch.data = options.transform(std::move(batch.data));
     STRATA_CHECK(batch.data.defined() && batch.data.device().is_cpu(), InvalidArgumentError,
                  "DataLoader: the transform must return a defined host tensor");
+    STRATA_CHECK(batch.data.dim() >= 1 && batch.data.size(0) == count, ShapeError,
+                 "DataLoader: the transform returned data of shape {} for a batch of {}; it must keep the batch "
+                 "dimension first and its size",
+                 batch.data.shape(), count);
   }
   batch.target = batch.target.contiguous();
   if (options.pin_memory) {
@@ -145,7 +167,7 @@ Example prepare(const Dataset& dataset, const DataLoaderOptions& options, const 
 DataLoader::Iterator DataLoader::begin() {
   running_.reset();  // ends the previous epoch, joining its thread, before its transform state is used again
   auto epoch = std::make_unique<Epoch>();
-  const int64_t n = dataset_->size();
+  const int64_t n = dataset_size(*dataset_);
   if (options_.shuffle) {
     epoch->order = permutation(n, options_.seed, epoch_);
   } else {

@@ -1,12 +1,17 @@
 // IDX files (yann.lecun.com/exdb/mnist): a 4-byte magic number, big-endian dimension sizes, then the data.
 #include "strata/data/idx.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <new>
+#include <string>
 #include <vector>
 
 #include "strata/core/error.h"
@@ -40,10 +45,25 @@ struct GzCloser {
 class IdxFile {
  public:
   explicit IdxFile(const std::filesystem::path& path) : path_(path) {
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; only regular files are read.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    STRATA_CHECK(fd >= 0, IOError, "read_idx: cannot open '{}': {}", path.string(), std::strerror(errno));
+    struct stat st {};
+    const bool stat_ok = ::fstat(fd, &st) == 0;
+    if (!stat_ok || !S_ISREG(st.st_mode)) {
+      const std::string why = !stat_ok              ? std::strerror(errno)
+                              : S_ISDIR(st.st_mode) ? "it is a directory"
+                                                    : "not a regular file";
+      ::close(fd);
+      STRATA_THROW(IOError, "read_idx: cannot read '{}': {}", path.string(), why);
+    }
     errno = 0;
-    file_.reset(gzopen(path.c_str(), "rb"));
-    STRATA_CHECK(file_ != nullptr, IOError, "read_idx: cannot open '{}': {}", path.string(),
-                 errno != 0 ? std::strerror(errno) : "out of memory");
+    file_.reset(gzdopen(fd, "rb"));
+    if (file_ == nullptr) {
+      const std::string why = errno != 0 ? std::strerror(errno) : "out of memory";
+      ::close(fd);
+      STRATA_THROW(IOError, "read_idx: cannot open '{}': {}", path.string(), why);
+    }
   }
 
   // Reads up to `n` bytes; fewer only at the end of the data.
@@ -95,18 +115,18 @@ Tensor read_idx(const std::filesystem::path& path) {
                "read_idx: '{}' is truncated: expected {} bytes of dimension sizes, found {}", name, dims_bytes,
                got_dims);
   Shape shape;
-  std::size_t count = 1;
   for (int d = 0; d < ndim; ++d) {
     const unsigned char* b = dims + 4 * d;
     const uint32_t size = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
     STRATA_CHECK(size <= static_cast<uint32_t>(std::numeric_limits<int32_t>::max()), IOError,
                  "read_idx: '{}' declares dimension {} of size {}, which is larger than the format allows", name, d,
                  size);
-    STRATA_CHECK(size == 0 || count <= std::numeric_limits<std::size_t>::max() / 2 / size, IOError,
-                 "read_idx: '{}' declares a shape too large to hold", name);
-    count *= size;
     shape.push_back(size);
   }
+  // Also with a zero dimension the others must be indexable, or the tensor's strides overflow.
+  STRATA_CHECK(checked_span(shape).has_value(), IOError, "read_idx: '{}' declares shape {}, too large to index", name,
+               shape);
+  const auto count = static_cast<std::size_t>(numel(shape));
 
   // Read into a growing buffer rather than allocating the declared size up front: a corrupt header must not be able
   // to make us allocate gigabytes before we find out the data is not there.
@@ -114,7 +134,13 @@ Tensor read_idx(const std::filesystem::path& path) {
   while (bytes.size() < count) {
     const std::size_t before = bytes.size();
     const std::size_t want = std::min(count - before, std::max(kChunk, before));
-    bytes.resize(before + want);
+    try {
+      bytes.resize(before + want);
+    } catch (const std::bad_alloc&) {
+      STRATA_THROW(IOError,
+                   "read_idx: '{}' declares shape {} ({} bytes of data); {} bytes of it read, no memory for more", name,
+                   shape, count, before);
+    }
     const std::size_t got = file.read(bytes.data() + before, want);
     bytes.resize(before + got);
     STRATA_CHECK(got == want, IOError, "read_idx: '{}' is truncated: shape {} needs {} bytes of data, found {}", name,

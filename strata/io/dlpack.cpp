@@ -1,6 +1,8 @@
 // DLPack exchange: see Note [DLPack ownership].
 #include "strata/io/dlpack.h"
 
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -52,7 +54,8 @@ DLDataType to_dl(DType dtype) {
 }
 
 DType from_dl(DLDataType t) {
-  STRATA_CHECK(t.lanes == 1, DTypeError, "from_dlpack: vector types ({} lanes) are not supported", t.lanes);
+  STRATA_CHECK(t.lanes == 1, DTypeError, "from_dlpack: lanes is {}; only scalar element types (1 lane) are supported",
+               t.lanes);
   switch (t.code) {
     case kDLUInt:
       if (t.bits == 8) return DType::U8;
@@ -87,15 +90,21 @@ DType from_dl(DLDataType t) {
                kind, t.bits, t.code);
 }
 
-Device from_dl(DLDevice d) {
-  switch (d.device_type) {
+Device from_dl(const DLDevice& d) {
+  // Read as a plain integer: newer DLPack versions have device types beyond the enum we build against.
+  int32_t type = 0;
+  static_assert(sizeof(d.device_type) == sizeof(type));
+  std::memcpy(&type, &d.device_type, sizeof(type));
+  switch (type) {
     case kDLCPU: return kCPU;
-    case kDLCUDA: return Device(DeviceType::CUDA, d.device_id);
+    case kDLCUDA:
+      STRATA_CHECK(d.device_id >= 0, InvalidArgumentError, "from_dlpack: CUDA device id {} is negative", d.device_id);
+      return Device(DeviceType::CUDA, d.device_id);
     default:
       STRATA_THROW(
           InvalidArgumentError,
-          "from_dlpack: DLPack device type {} (id {}) is not supported; Strata takes kDLCPU (1) and kDLCUDA (2)",
-          static_cast<int>(d.device_type), d.device_id);
+          "from_dlpack: DLPack device type {} (id {}) is not supported; Strata takes kDLCPU (1) and kDLCUDA (2)", type,
+          d.device_id);
   }
 }
 
@@ -135,20 +144,36 @@ Tensor from_dlpack(DLManagedTensor* managed) {
   for (int64_t d : shape) {
     STRATA_CHECK(d >= 0, ShapeError, "from_dlpack: negative dimension {} in shape {}", d, shape);
   }
+  const auto elem = static_cast<int64_t>(dtype_size(dtype));
+  STRATA_CHECK(checked_span(shape, elem).has_value(), ShapeError,
+               "from_dlpack: shape {} of {} is too large: its size in bytes does not fit in 64 bits", shape, dtype);
   // No strides means compact row-major.
   Strides strides = dl.strides != nullptr ? Strides(dl.strides, dl.strides + dl.ndim) : contiguous_strides(shape);
-  // The bytes the view can reach, from the first element.
+  // The elements the view can reach, from the first one, and their bytes.
   int64_t extent = numel(shape) > 0 ? 1 : 0;
   for (std::size_t i = 0; i < shape.size() && extent > 0; ++i) {
     STRATA_CHECK(strides[i] >= 0, InvalidArgumentError,
                  "from_dlpack: negative strides ({}) are not supported; make the tensor contiguous first",
                  fmt::join(strides, ", "));
-    extent += (shape[i] - 1) * strides[i];
+    int64_t reach = 0;
+    STRATA_CHECK(
+        !__builtin_mul_overflow(shape[i] - 1, strides[i], &reach) && !__builtin_add_overflow(extent, reach, &extent),
+        InvalidArgumentError, "from_dlpack: shape {} with strides ({}) reaches further than 64-bit offsets can address",
+        shape, fmt::join(strides, ", "));
   }
+  int64_t nbytes = 0;
+  STRATA_CHECK(!__builtin_mul_overflow(extent, elem, &nbytes), InvalidArgumentError,
+               "from_dlpack: shape {} with strides ({}) of {} spans more bytes than fit in 64 bits", shape,
+               fmt::join(strides, ", "), dtype);
+  STRATA_CHECK(extent == 0 || dl.data != nullptr, InvalidArgumentError,
+               "from_dlpack: data is null for a tensor of shape {} with elements", shape);
+  void* data = dl.data == nullptr ? nullptr : static_cast<char*>(dl.data) + dl.byte_offset;
+  STRATA_CHECK(reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(elem) == 0, InvalidArgumentError,
+               "from_dlpack: data + byte_offset ({} + {}) is not aligned to the {} bytes of a {} element", dl.data,
+               dl.byte_offset, elem, dtype);
   auto imported = std::make_shared<Imported>();
   Storage& storage = imported->storage;
-  void* data = static_cast<char*>(dl.data) + dl.byte_offset;
-  storage.nbytes = static_cast<std::size_t>(extent) * dtype_size(dtype);
+  storage.nbytes = static_cast<std::size_t>(nbytes);
   // A DataPtr without an owner frees nothing: the memory goes back through the producer's deleter, run by
   // ~Imported when the last tensor on this storage dies.
   storage.data = DataPtr(data, storage.nbytes, device, nullptr, nullptr);

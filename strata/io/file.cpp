@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -18,9 +19,15 @@ std::string error_text() { return std::strerror(errno); }
 }  // namespace
 
 AtomicFile::AtomicFile(std::filesystem::path path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
-  temp_ = path_;
-  temp_ += ".tmp-" + std::to_string(::getpid());
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  STRATA_CHECK(path_.has_filename(), IOError, "{}: '{}' names no file to write", op_, path_.string());
+  // A name no other writer uses, in this process or another: two saves of one path at once must not write into
+  // each other's temporary file. The last rename wins, and each file renamed is whole.
+  static std::atomic<uint64_t> serial{0};
+  do {
+    temp_ = path_;
+    temp_ += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(serial.fetch_add(1));
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  } while (fd_ < 0 && errno == EEXIST);
   STRATA_CHECK(fd_ >= 0, IOError, "{}: cannot create '{}' to write '{}': {}", op_, temp_.string(), path_.string(),
                error_text());
 }
@@ -73,7 +80,8 @@ void AtomicFile::commit() {
 }
 
 ReadOnlyFile::ReadOnlyFile(std::filesystem::path path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; the check below refuses it.
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   STRATA_CHECK(fd_ >= 0, IOError, "{}: cannot open '{}': {}", op_, path_.string(), error_text());
   struct stat st {};
   const bool stat_ok = ::fstat(fd_, &st) == 0;

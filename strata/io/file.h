@@ -7,9 +7,9 @@
 
 namespace strata::io {
 
-/// A file being replaced atomically: writes go to `<path>.tmp-<pid>`; commit() flushes it to disk, renames it over
-/// `path` and flushes the directory. Destroyed without commit() (an exception midway), it removes the temporary
-/// file and leaves `path` untouched. Errors throw IOError naming `op` and the file.
+/// A file being replaced atomically: writes go to a new `<path>.tmp-<pid>-<n>`; commit() flushes it to disk, renames
+/// it over `path` and flushes the directory. Destroyed without commit() (an exception midway), it removes the
+/// temporary file and leaves `path` untouched. Errors throw IOError naming `op` and the file.
 class AtomicFile {
  public:
   AtomicFile(std::filesystem::path path, std::string op);

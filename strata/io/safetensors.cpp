@@ -24,6 +24,7 @@ namespace {
 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // as the reference implementation
 constexpr std::string_view kMetadataKey = "__metadata__";
+constexpr int kMaxHeaderDepth = 3;  // header object > tensor entry > shape array > integer
 
 struct DTypeInfo {
   DType dtype;
@@ -77,11 +78,21 @@ class HeaderReader {
 
   nlohmann::json parse(const std::string& text) const {
     if (text.empty() || text.front() != '{') fail("the header is not a JSON object (it must start with '{')");
+    // nlohmann would take a NUL byte for the end of the text and ignore what follows it.
+    if (const auto nul = text.find('\0'); nul != std::string::npos) {
+      fail(fmt::format("the header holds a NUL byte at offset {}", nul));
+    }
     // Duplicate keys are forbidden by the format, and nlohmann would silently keep the last one.
     std::vector<std::set<std::string>> keys;
     std::optional<std::string> duplicate;
-    auto check_keys = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    auto check_keys = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
       using E = nlohmann::json::parse_event_t;
+      // A header is an object of objects whose shape and data_offsets are arrays of integers: values at depth 3 at
+      // most. Deeper nesting is refused while parsing, since dumping a value into a message recurses per level.
+      if (depth > kMaxHeaderDepth) {
+        fail(fmt::format("the header nests values {} levels deep; a safetensors header has at most {}", depth,
+                         kMaxHeaderDepth));
+      }
       if (event == E::object_start) keys.emplace_back();
       if (event == E::object_end) keys.pop_back();
       if (event == E::key && !keys.back().insert(parsed.get<std::string>()).second) {
@@ -122,17 +133,16 @@ class HeaderReader {
     e.dtype = dtype(name, value["dtype"]);
     const auto& shape = value["shape"];
     if (!shape.is_array()) fail(name, fmt::format("shape must be an array of integers, got {}", shape.dump()));
-    uint64_t numel = 1;
-    bool overflow = false;
     for (const auto& d : shape) {
       if (!d.is_number_integer()) fail(name, fmt::format("shape {} holds {}, not an integer", shape.dump(), d.dump()));
-      if (!d.is_number_unsigned()) fail(name, fmt::format("shape {} has a negative dimension", shape.dump()));
+      if (!d.is_number_unsigned()) {
+        fail(name, d.get<int64_t>() < 0 ? fmt::format("shape {} has a negative dimension", shape.dump())
+                                        : fmt::format("shape {} has a dimension written as -0; write 0", shape.dump()));
+      }
       const auto size = d.get<uint64_t>();
       if (size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         fail(name, fmt::format("shape {} has a dimension too large", shape.dump()));
       }
-      overflow = overflow || (size != 0 && numel > std::numeric_limits<uint64_t>::max() / size);
-      numel = overflow ? 0 : numel * size;
       e.shape.push_back(static_cast<int64_t>(size));
     }
     const auto& offsets = value["data_offsets"];
@@ -147,12 +157,15 @@ class HeaderReader {
       fail(name,
            fmt::format("data_offsets [{}, {}] reach past the data, which is {} bytes", e.begin, e.end, buffer_bytes_));
     }
-    const uint64_t elem = dtype_size(e.dtype);
-    if (overflow || numel > std::numeric_limits<uint64_t>::max() / elem || numel * elem != e.end - e.begin) {
+    const auto elem = static_cast<int64_t>(dtype_size(e.dtype));
+    // Also with a zero dimension the others must be indexable (checked_span), or the tensor's strides overflow.
+    const bool too_large = !checked_span(e.shape, elem).has_value();
+    const auto bytes = too_large ? 0 : static_cast<uint64_t>(numel(e.shape) * elem);
+    if (too_large || bytes != e.end - e.begin) {
       fail(name, fmt::format("shape {} of {} needs {} bytes, but data_offsets [{}, {}] hold {}", shape_str(e.shape),
                              safetensors_dtype_name(e.dtype),
-                             overflow ? std::string("more than 2^64") : std::to_string(numel * elem), e.begin, e.end,
-                             e.end - e.begin));
+                             too_large ? std::string("more than 2^63 (too large to index)") : std::to_string(bytes),
+                             e.begin, e.end, e.end - e.begin));
     }
     return e;
   }

@@ -21,6 +21,9 @@ Tensor empty(const Shape& shape, TensorOptions options) {
   const Device device = resolve(options.device_);
   STRATA_CHECK(!options.pinned_ || device.is_cpu(), InvalidArgumentError,
                "empty: only CPU tensors can be pinned, not tensors on {}", device);
+  const auto elem = static_cast<int64_t>(dtype_size(options.dtype_));
+  STRATA_CHECK(checked_span(shape, elem).has_value(), ShapeError,
+               "empty: shape {} of {} is too large: its size in bytes does not fit in 64 bits", shape, options.dtype_);
   const std::size_t nbytes = static_cast<std::size_t>(numel(shape)) * dtype_size(options.dtype_);
   DataPtr data = options.pinned_ ? allocate_pinned(nbytes) : allocate(device, nbytes);
   // Note [Small objects are recycled per thread]

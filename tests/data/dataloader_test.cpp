@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -217,6 +218,40 @@ TEST(DataLoader, BadOptionsAreRejected) {
   EXPECT_THROW(DataLoader(nullptr), InvalidArgumentError);
   if (!cuda::is_available()) {
     EXPECT_THROW(DataLoader(numbered(4), {.device = Device("cuda:0")}), DeviceUnavailableError);
+  }
+}
+
+// A dataset whose size() is wrong: the loader must say so, not size a vector with it.
+class NegativeDataset : public data::Dataset {
+ public:
+  int64_t size() const override { return -3; }
+  data::Example get(int64_t) const override { return {}; }
+};
+
+TEST(DataLoader, SizesAtTheEdgesOfInt64) {
+  // (n + b - 1) / b would overflow.
+  DataLoader huge_batches(numbered(4), {.batch_size = std::numeric_limits<int64_t>::max()});
+  EXPECT_EQ(huge_batches.size(), 1);
+  EXPECT_EQ(epoch_targets(huge_batches), (std::vector<std::vector<int64_t>>{{100, 101, 102, 103}}));
+  for (bool shuffle : {false, true}) {
+    DataLoader negative(std::make_shared<NegativeDataset>(), {.shuffle = shuffle});
+    EXPECT_THROW((void)negative.size(), InvalidArgumentError);
+    try {
+      (void)negative.begin();
+      ADD_FAILURE() << "no error";
+    } catch (const InvalidArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("size() is -3"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(DataLoader, ATransformMustKeepTheBatchSize) {
+  DataLoader loader(numbered(4), {.batch_size = 2, .transform = [](Tensor batch) { return batch.reshape({-1}); }});
+  try {
+    (void)loader.begin();
+    ADD_FAILURE() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("for a batch of 2"), std::string::npos) << e.what();
   }
 }
 

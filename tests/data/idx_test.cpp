@@ -1,6 +1,7 @@
 #include "strata/data/idx.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "data/idx_files.h"
 #include "strata/core/error.h"
@@ -116,6 +117,20 @@ TEST(Idx, HugeDeclaredShapeFailsWithoutAllocatingIt) {
   EXPECT_NE(read_error(dir / "huge").find("too large"), std::string::npos);
   write_file(dir / "big", idx_bytes({0x7FFFFFFF, 0x10}, iota_bytes(10)));
   EXPECT_NE(read_error(dir / "big").find("found 10"), std::string::npos);
+}
+
+TEST(Idx, AnEmptyShapeMustStillBeIndexable) {
+  TempDir dir;
+  // No elements, but the strides of the other dimensions would overflow int64.
+  write_file(dir / "empty", idx_bytes({0, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF}, {}));
+  EXPECT_NE(read_error(dir / "empty").find("too large to index"), std::string::npos);
+}
+
+TEST(Idx, AFifoIsRefusedWithoutWaitingForAWriter) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  const std::string message = read_error(dir / "fifo");
+  EXPECT_NE(message.find("not a regular file"), std::string::npos) << message;
 }
 
 TEST(Idx, TrailingBytesAreAnIOError) {

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "strata/core/error.h"
@@ -176,6 +179,59 @@ TEST(DLPack, UnsupportedDevicesAndLayoutsAreRejected) {
   EXPECT_THROW(from_dlpack(nullptr), InvalidArgumentError);
   EXPECT_EQ(deleted, 0);
   m->deleter(m);
+}
+
+// Expects `from_dlpack(m)` to throw E with `says` in its message, leaving `m` to the caller.
+template <typename E>
+void expect_refused(DLManagedTensor* m, const std::string& says) {
+  try {
+    from_dlpack(m);
+    ADD_FAILURE() << "no error; expected one saying: " << says;
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
+TEST(DLPack, DescriptionsThatWouldReachBadMemoryAreRejected) {
+  int deleted = 0;
+  DLManagedTensor* m = make_foreign({1, 2, 3, 4}, {4}, {}, &deleted);
+  DLTensor& dl = m->dl_tensor;
+  void* const data = dl.data;
+  // Device types from DLPack versions newer than the header we build against.
+  const int32_t hexagon = 16;
+  std::memcpy(&dl.device.device_type, &hexagon, sizeof(hexagon));
+  expect_refused<InvalidArgumentError>(m, "device type 16");
+  dl.device = {kDLCUDA, -3};
+  expect_refused<InvalidArgumentError>(m, "CUDA device id -3 is negative");
+  dl.device = {kDLCPU, 0};
+
+  dl.data = nullptr;
+  expect_refused<InvalidArgumentError>(m, "data is null");
+  dl.data = data;
+  dl.byte_offset = 1;
+  expect_refused<InvalidArgumentError>(m, "not aligned to the 4 bytes");
+  dl.byte_offset = 0;
+
+  // Shapes and strides whose offsets or byte counts do not fit in 64 bits.
+  std::vector<int64_t> shape = {0, int64_t{1} << 62, 4};
+  dl.shape = shape.data();
+  dl.ndim = 3;
+  expect_refused<ShapeError>(m, "too large");
+  shape = {2};
+  dl.ndim = 1;
+  int64_t stride = std::numeric_limits<int64_t>::max();
+  dl.strides = &stride;
+  expect_refused<InvalidArgumentError>(m, "reaches further than 64-bit offsets");
+  stride = int64_t{1} << 62;
+  expect_refused<InvalidArgumentError>(m, "spans more bytes than fit in 64 bits");
+  EXPECT_EQ(deleted, 0) << "a failed import must not consume the tensor";
+
+  // A tensor without elements needs no data.
+  dl.data = nullptr;
+  dl.strides = nullptr;
+  shape = {0};
+  const Tensor none = from_dlpack(m);
+  EXPECT_EQ(none.numel(), 0);
 }
 
 class DLPackDevices : public ::testing::TestWithParam<Device> {};

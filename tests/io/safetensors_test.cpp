@@ -1,8 +1,11 @@
 #include "strata/io/safetensors.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "strata/core/error.h"
 #include "strata/tensor/factories.h"
@@ -162,6 +165,47 @@ TEST(Safetensors, FailedSaveLeavesThePreviousFileIntactAndNoTempFile) {
   EXPECT_EQ(load_safetensors(path).metadata.at("step"), "1");
 }
 
+TEST(Safetensors, TwoSavesOfOnePathAtOnceEachWriteTheirOwnTemporaryFile) {
+  TempDir dir;
+  const auto path = dir / "race.safetensors";
+  // Thread A stops midway through its save; meanwhile B saves the same path whole. A then fails; B's file must
+  // survive, where a shared temporary name let A write into it and then lose its rename.
+  std::atomic<int> stage{0};
+  io::detail::set_save_hook([&](const std::string& name) {
+    if (name != "a") return;
+    stage = 1;
+    while (stage != 2) std::this_thread::yield();
+    throw IOError("simulated failure while writing 'a'");
+  });
+  std::thread a([&] { EXPECT_THROW(save_safetensors(path, {{"a", full({1000}, 1.0f)}}), IOError); });
+  while (stage != 1) std::this_thread::yield();
+  save_safetensors(path, {{"b", full({10}, 2.0f)}});
+  stage = 2;
+  a.join();
+  io::detail::set_save_hook(nullptr);
+  EXPECT_EQ(load_safetensors(path).tensors.at("b").to_vector<float>(), std::vector<float>(10, 2.0f));
+  EXPECT_FALSE(has_temp_files(dir));
+}
+
+TEST(Safetensors, PathsThatAreNotFilesAreRefusedUpFront) {
+  TempDir dir;
+  try {
+    save_safetensors("", {{"w", zeros({1})}});
+    ADD_FAILURE() << "no error";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("names no file"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(save_safetensors(dir / "sub/", {{"w", zeros({1})}}), IOError);
+  // Opening a FIFO to read would wait for a writer.
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  try {
+    load_safetensors(dir / "fifo");
+    ADD_FAILURE() << "no error";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Safetensors, InvalidInputIsRejectedBeforeTouchingTheFile) {
   TempDir dir;
   const auto path = dir / "ckpt.safetensors";
@@ -221,6 +265,8 @@ std::vector<Corrupt> corrupt_files() {
   Bytes longer_than_file = le64(1000);
   longer_than_file.insert(longer_than_file.end(), {'{', '}'});
   Bytes not_utf8 = safetensors_file("{\"t\xff\":" + ok_entry + "}", Bytes(4, 0));
+  // Printing so deep a value into a message would overflow the stack (nlohmann's dump recurses per level).
+  const std::string deep = std::string(200'000, '[') + std::string(200'000, ']');
   return {
       {"Empty", {}, "the file is 0 bytes"},
       {"ShortLength", {1, 0, 0}, "the file is 3 bytes"},
@@ -241,7 +287,7 @@ std::vector<Corrupt> corrupt_files() {
       {"ShapeBytesMismatch", one_f32(R"({"dtype":"F32","shape":[2],"data_offsets":[0,4]})"),
        "shape [2] of F32 needs 8 bytes, but data_offsets [0, 4] hold 4"},
       {"OverflowingShape",
-       one_f32(R"({"dtype":"F64","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]})"), "more than 2^64"},
+       one_f32(R"({"dtype":"F64","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]})"), "more than 2^63"},
       {"OffsetsNotTwo", one_f32(R"({"dtype":"F32","shape":[1],"data_offsets":[0,4,8]})"), "two non-negative"},
       {"NegativeOffset", one_f32(R"({"dtype":"F32","shape":[1],"data_offsets":[-4,0]})"), "two non-negative"},
       {"BeginAfterEnd", one_f32(R"({"dtype":"F32","shape":[1],"data_offsets":[8,4]})", 8), "end before they begin"},
@@ -261,6 +307,17 @@ std::vector<Corrupt> corrupt_files() {
        "names 't' twice"},
       {"MetadataNotStrings", safetensors_file(R"({"__metadata__":{"epoch":3}})", {}), "is not a string"},
       {"LeadingSpace", safetensors_file(" {}", {}), "must start with '{'"},
+      {"DeepEntry", safetensors_file("{\"t\":" + deep + "}", {}), "nests values 4 levels deep"},
+      {"DeepMetadata", safetensors_file(R"({"__metadata__":{"k":)" + deep + "}}", {}), "at most 3"},
+      {"DeepShape", one_f32(R"({"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,4]})"), "at most 3"},
+      {"NestedShape", one_f32(R"({"dtype":"F32","shape":[[1]],"data_offsets":[0,4]})"), "nests values 4 levels"},
+      {"NulInHeader", safetensors_file("{\"t\":" + ok_entry + "}" + std::string("\0 {{", 4), Bytes(4, 0)),
+       "NUL byte at offset"},
+      {"MinusZeroDim", one_f32(R"({"dtype":"F32","shape":[-0],"data_offsets":[0,0]})", 0), "written as -0"},
+      // No elements, but the other dimensions' strides would not fit in int64.
+      {"EmptyButHuge",
+       safetensors_file(R"({"t":{"dtype":"U8","shape":[0,4611686018427387904,4],"data_offsets":[0,0]}})", {}),
+       "more than 2^63 (too large to index)"},
       {"BoolNotZeroOrOne", safetensors_file(R"({"b":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", {1, 7}),
        "holds byte 7"},
   };

@@ -53,6 +53,18 @@ class Factories : public ::testing::TestWithParam<Device> {
   TensorOptions on(DType dtype) const { return TensorOptions(dtype).device(device()); }
 };
 
+// --- empty ---
+
+TEST_P(Factories, EmptyRefusesShapesWhoseSizeDoesNotFitIn64Bits) {
+  // 2^62 floats are 2^64 bytes: a wrapped byte count would allocate nothing for a tensor said to be huge.
+  EXPECT_CONTAINS(error_of<ShapeError>([&] { (void)empty({int64_t{1} << 62}, on(DType::F32)); }),
+                  "does not fit in 64 bits");
+  EXPECT_THROW((void)empty({int64_t{1} << 32, int64_t{1} << 32}, on(DType::U8)), ShapeError);
+  // No elements, but the first dimension's stride would be 2^64.
+  EXPECT_THROW((void)empty({0, int64_t{1} << 62, 4}, on(DType::U8)), ShapeError);
+  EXPECT_EQ(empty({0, int64_t{1} << 40}, on(DType::F32)).numel(), 0);
+}
+
 // --- arange ---
 
 TEST_P(Factories, ArangeCountsFromStartBelowEnd) {
