@@ -6,7 +6,7 @@
 
 using namespace strata;
 
-int main() {
+int main() try {
   // Which devices are there?  (d2l: try_gpu)
   const Device gpu = cuda::is_available() ? Device("cuda:0") : kCPU;
   std::cout << "CUDA devices: " << cuda::device_count() << "; using " << gpu << "\n";
@@ -38,4 +38,7 @@ int main() {
               static_cast<long long>(counters.device_to_host_copies),
               static_cast<long long>(counters.synchronizations));
   return 0;
+} catch (const strata::Error& e) {  // a bad STRATA_MEMORY_LIMIT, an out-of-memory error, ...
+  std::fprintf(stderr, "d2l_gpu: %s\n", e.what());
+  return 1;
 }

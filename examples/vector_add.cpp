@@ -29,9 +29,12 @@ void run(Device device) {
 
 }  // namespace
 
-int main() {
+int main() try {
   run(kCPU);
   if (cuda::is_available()) run(Device("cuda:0"));
   else std::printf("cuda    skipped: %s\n", cuda::unavailable_reason().c_str());
   return 0;
+} catch (const strata::Error& e) {  // a bad STRATA_MEMORY_LIMIT, an out-of-memory error, ...
+  std::fprintf(stderr, "vector_add: %s\n", e.what());
+  return 1;
 }

@@ -1,4 +1,4 @@
-# One check of the strata-smi executable: cmake -DSMI=<path> -DCHECK=<table|json|limit|bad_option|bad_limit> -P this.
+# One check of the strata-smi executable: cmake -DSMI=<path> -DCHECK=<table|json|limit|bad_option|bad_limit|full_stdout> -P this.
 set(TOOL strata-smi)
 include(${CMAKE_CURRENT_LIST_DIR}/tool_check.cmake)
 if(CHECK STREQUAL "table")
@@ -35,6 +35,12 @@ elseif(CHECK STREQUAL "bad_limit")
   run_tool(${CMAKE_COMMAND} -E env STRATA_MEMORY_LIMIT=cpu ${SMI})
   expect("a non-zero exit" NOT rc EQUAL 0)
   expect("an error naming the variable" err MATCHES "^strata-smi: STRATA_MEMORY_LIMIT='cpu'")
+elseif(CHECK STREQUAL "full_stdout")
+  # Output that cannot be written is an error, not a silent exit 0.
+  execute_process(COMMAND ${SMI} OUTPUT_FILE /dev/full RESULT_VARIABLE rc ERROR_VARIABLE err)
+  set(out "")
+  expect("exit 1" rc EQUAL 1)
+  expect("the failed write named" err MATCHES "^strata-smi: error: writing to standard output failed")
 else()
   message(FATAL_ERROR "smi_check.cmake: unknown CHECK '${CHECK}'")
 endif()

@@ -49,7 +49,8 @@ inline constexpr Device kCPU{DeviceType::CPU};
 template <>
 struct std::hash<strata::Device> {
   size_t operator()(strata::Device d) const noexcept {
-    return (static_cast<size_t>(d.type()) << 16) ^ static_cast<size_t>(d.index() + 1);
+    // The index is widened before adding 1: cuda:2147483647 is a valid (if absent) device.
+    return (static_cast<size_t>(d.type()) << 16) ^ (static_cast<size_t>(static_cast<int64_t>(d.index()) + 1));
   }
 };
 

@@ -1,5 +1,6 @@
 #include "strata/runtime/kernel_assert.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -85,9 +86,14 @@ void check_device_asserts(Device device) {
 }
 
 bool launch_blocking() {
+  // "false", "no" and "off" read as off too, as a user who wrote them meant; "1", "true", "yes", "on" or anything
+  // else turns it on (a debugging switch errs on the side of reporting).
   static const bool blocking = [] {
     const char* env = std::getenv("STRATA_LAUNCH_BLOCKING");
-    return env != nullptr && std::string_view(env) != "0" && std::string_view(env) != "";
+    if (env == nullptr) return false;
+    std::string value(env);
+    for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return value != "" && value != "0" && value != "false" && value != "no" && value != "off";
   }();
   return blocking;
 }

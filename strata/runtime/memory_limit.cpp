@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 
 #include "strata/core/error.h"
 
@@ -12,6 +13,7 @@ namespace strata {
 
 namespace {
 
+constexpr std::uint64_t kMaxLimitBytes = static_cast<std::uint64_t>(std::numeric_limits<int64_t>::max());
 constexpr std::string_view kAcceptedForm =
     "expected DEVICE=SIZE entries separated by commas, e.g. 'cuda:0=2GiB,cpu=8GiB', where DEVICE is cpu, cuda or "
     "cuda:N and SIZE is a number of bytes with an optional unit (B, KiB, MiB, GiB, TiB; KB, MB, GB, TB are powers "
@@ -85,8 +87,9 @@ void parse_size(std::string_view text, std::string_view entry, std::string_view 
       factor = unit->factor;
     }
     std::uint64_t bytes = 0;
-    if (__builtin_mul_overflow(value, factor, &bytes)) {
-      throw_bad_entry(text, entry, fmt::format("'{}' is too large", size));
+    // The allocator counts bytes in int64.
+    if (__builtin_mul_overflow(value, factor, &bytes) || bytes > kMaxLimitBytes) {
+      throw_bad_entry(text, entry, fmt::format("'{}' is too large (the most is 2^63-1 bytes)", size));
     }
     if (bytes == 0) throw_bad_entry(text, entry, "a limit must be positive");
     limit.bytes = bytes;
@@ -109,7 +112,9 @@ void parse_size(std::string_view text, std::string_view entry, std::string_view 
   const Unit* unit = find_unit(unit_name);
   if (unit == nullptr) throw_bad_entry(text, entry, fmt::format("unknown unit '{}'", unit_name));
   const double bytes = std::floor(value * static_cast<double>(unit->factor));
-  if (bytes >= std::ldexp(1.0, 64)) throw_bad_entry(text, entry, fmt::format("'{}' is too large", size));
+  if (bytes >= std::ldexp(1.0, 63)) {
+    throw_bad_entry(text, entry, fmt::format("'{}' is too large (the most is 2^63-1 bytes)", size));
+  }
   if (bytes < 1.0) throw_bad_entry(text, entry, "a limit must be positive");
   limit.bytes = static_cast<std::size_t>(bytes);
 }

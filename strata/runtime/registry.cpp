@@ -66,8 +66,9 @@ std::unique_ptr<Backend> load_cuda_plugin(std::string& reason) {
   std::vector<std::string> tried;
   for (const auto& folder : plugin_folders()) {
     const auto path = folder / kCudaPluginFile;
-    if (!std::filesystem::exists(path)) {
-      tried.push_back(folder.string());
+    std::error_code ec;  // a folder of STRATA_BACKEND_PATH in a symlink loop, or a name too long, is not found
+    if (!std::filesystem::exists(path, ec)) {
+      tried.push_back(ec ? fmt::format("{} ({})", folder.string(), ec.message()) : folder.string());
       continue;
     }
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -122,6 +122,9 @@ INSTANTIATE_TEST_SUITE_P(
                       MalformedCase{"cuda:0=0", "cuda:0=0", "must be positive"},
                       MalformedCase{"cuda:0=99999999999TiB", "cuda:0=99999999999TiB", "too large"},
                       MalformedCase{"cuda:0=99999999999999999999", "cuda:0=99999999999999999999", "too large"},
+                      // Fits in 64 unsigned bits, not in the allocator's int64 counts.
+                      MalformedCase{"cpu=9223372036854775808", "cpu=9223372036854775808", "the most is 2^63-1 bytes"},
+                      MalformedCase{"cpu=8388608.0TiB", "cpu=8388608.0TiB", "the most is 2^63-1 bytes"},
                       MalformedCase{"cpu=1GiB,cpu=2GiB", "cpu=2GiB", "given a limit twice"}));
 
 // The variable is read when a device's allocator is created, so these run in a fresh process.

@@ -10,6 +10,7 @@
 
 #include "strata/data/idx.h"
 #include "suite.h"
+#include "tools/tool_output.h"
 
 namespace {
 
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
   }
   if (list) {
     for (const Workload& w : workloads()) std::printf("%-12s %s\n", w.name.c_str(), w.title.c_str());
-    return 0;
+    return strata::tools::stdout_written("strata-bench") ? 0 : 1;
   }
   std::set<std::string> wanted(only.begin(), only.end());
   for (const std::string& name : wanted) {
@@ -73,11 +74,17 @@ int main(int argc, char** argv) {
     r.title = w.title;
     results.push_back(std::move(r));
   }
-  if (as_json) {
-    std::cout << to_json(results).dump(2) << "\n";
-  } else {
-    std::cout << format_table(results);
+  try {
+    if (as_json) {
+      std::cout << to_json(results).dump(2) << "\n";
+    } else {
+      std::cout << format_table(results);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata-bench: error: reporting the results failed: %s\n", e.what());
+    return 1;
   }
   if (failures > 0) std::fprintf(stderr, "strata-bench: %d workload(s) failed\n", failures);
+  if (!strata::tools::stdout_written("strata-bench")) return 1;
   return failures > 0 ? 1 : 0;
 }

@@ -9,7 +9,7 @@
 using namespace strata;
 namespace F = strata::nn::functional;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   const char* dir = argc > 1 ? argv[1] : "/usr/share/datasets/fashion-mnist";
   auto train_set = std::make_shared<data::FashionMnist>(dir, data::Split::Train);
   auto net = std::make_shared<nn::Sequential>();
@@ -40,4 +40,7 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+} catch (const strata::Error& e) {
+  std::fprintf(stderr, "small_train: %s\n", e.what());
+  return 1;
 }

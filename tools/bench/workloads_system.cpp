@@ -127,7 +127,13 @@ double run_seconds(const std::vector<std::string>& args) {
   int status = 0;
   waitpid(pid, &status, 0);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error(args[0] + " failed");
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    throw std::runtime_error(fmt::format("{} failed with exit status {}", args[0], WEXITSTATUS(status)));
+  }
+  if (!WIFEXITED(status)) {
+    throw std::runtime_error(
+        fmt::format("{} was killed by signal {}", args[0], WIFSIGNALED(status) ? WTERMSIG(status) : -1));
+  }
   return s;
 }
 
@@ -141,7 +147,10 @@ WorkloadResult startup(const RunOptions& o) {
   } else {
     r.notes.push_back("start-up not measured: " + first_op + " is missing");
   }
-  const std::filesystem::path out_dir = std::filesystem::temp_directory_path() / fmt::format("strata-bench-{}", getpid());
+  std::error_code ec;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) throw std::runtime_error("no temporary directory to compile in (is TMPDIR set to one?): " + ec.message());
+  const std::filesystem::path out_dir = tmp / fmt::format("strata-bench-{}", getpid());
   std::filesystem::create_directories(out_dir);
   const std::vector<std::string> compile{STRATA_BENCH_CXX,  "-std=c++20", "-O2", "-I" STRATA_BENCH_SOURCE_DIR,
                                          STRATA_BENCH_SOURCE_DIR "/tools/bench/small_train.cpp",

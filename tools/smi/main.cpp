@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "tools/smi/report.h"
+#include "tools/tool_output.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -30,5 +31,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "strata-smi: %s\n", e.what());
     return 1;
   }
-  return 0;
+  return strata::tools::stdout_written("strata-smi") ? 0 : 1;
 }
