@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <limits>
+#include <system_error>
 
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
@@ -91,6 +94,10 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
         problems.push_back(fmt::format("'lr' must hold one value, got shape {}", t.shape()));
       } else {
         lr = t.item<double>();
+        if (!(lr >= 0.0 && std::isfinite(lr)) || !is_floating(t.dtype())) {
+          problems.push_back(
+              fmt::format("'lr' must be a finite floating-point number >= 0, got {} ({})", lr, t.dtype()));
+        }
       }
       continue;
     }
@@ -98,7 +105,8 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
     std::size_t index = 0;
     bool numeric = dot != std::string::npos && dot > 0;
     for (std::size_t c = 0; numeric && c < dot; ++c) numeric = key[c] >= '0' && key[c] <= '9';
-    if (numeric) index = std::stoull(key.substr(0, dot));
+    // Digits only, so the one failure left is a number too large, which no parameter index is either.
+    if (numeric) numeric = std::from_chars(key.data(), key.data() + dot, index).ec == std::errc();
     if (!numeric || index >= params_.size()) {
       problems.push_back(fmt::format("unexpected key '{}' (this optimizer has {} parameters)", key, params_.size()));
       continue;
@@ -107,8 +115,15 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
     if (name == "step" && counts_steps()) {
       if (t.numel() != 1) {
         problems.push_back(fmt::format("'{}' must hold one value, got shape {}", key, t.shape()));
+      } else if (is_floating(t.dtype())) {
+        problems.push_back(fmt::format("'{}' must hold an integer, got {}", key, t.dtype()));
       } else {
         loaded[index].step = t.item<int64_t>();
+        // A step count is at most what one int64 can count up to: the next step must not overflow.
+        if (loaded[index].step < 0 || loaded[index].step == std::numeric_limits<int64_t>::max()) {
+          problems.push_back(
+              fmt::format("'{}' is {}; a step count must be >= 0 and below 2^63-1", key, loaded[index].step));
+        }
       }
     } else if (std::find(names.begin(), names.end(), name) != names.end()) {
       if (t.shape() != params_[index].shape()) {

@@ -1,13 +1,15 @@
-#include "trainer.h"
-
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "strata/core/error.h"
+#include "strata/io/safetensors.h"
 #include "strata/tensor/factories.h"
 #include "test_devices.h"
 #include "test_files.h"
+#include "trainer.h"
 
 namespace strata {
 namespace {
@@ -138,6 +140,102 @@ TEST(TrainJobCheckpoint, ResumeWithoutACheckpointFileStartsFresh) {
   EXPECT_EQ(t.epochs_done(), 0);
   t.run();
   EXPECT_TRUE(std::filesystem::exists(*o.checkpoint));
+}
+
+// Rewrites the checkpoint at `path` through `edit`, as a damaged or hand-edited file would be.
+template <typename Edit>
+void tamper(const std::filesystem::path& path, Edit edit) {
+  io::SafetensorsContent c = io::load_safetensors(path);
+  edit(c);
+  io::save_safetensors(path, c.tensors, c.metadata);
+}
+
+// The message of the IOError that resuming from `o.checkpoint` throws ("" when none).
+std::string resume_error(TrainOptions o) {
+  o.resume = true;
+  try {
+    Trainer(o, bars(64, 3), bars(32, 4));
+  } catch (const IOError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TrainJobCheckpoint, DamagedCheckpointsAreRefusedNamingWhatIsWrong) {
+  testing::TempDir dir;
+  TrainOptions o = small_run(Recipe::Reference, 1);
+  o.checkpoint = dir.path() / "ckpt.safetensors";
+  Trainer(o, bars(64, 3), bars(32, 4)).run();
+  const io::SafetensorsContent good = io::load_safetensors(*o.checkpoint);
+  const auto restore = [&] { io::save_safetensors(*o.checkpoint, good.tensors, good.metadata); };
+  const auto set_meta = [&](const char* key, const char* value) {
+    restore();
+    tamper(*o.checkpoint, [&](io::SafetensorsContent& c) { c.metadata[key] = value; });
+  };
+  set_meta("format", "strata-train checkpoint 99");
+  EXPECT_NE(resume_error(o).find("this strata-train reads \"strata-train checkpoint 1\""), std::string::npos);
+  for (const char* done : {"-1", "3abc", "99999999999999999999", ""}) {
+    set_meta("epochs_done", done);
+    EXPECT_NE(resume_error(o).find(fmt::format("epochs_done is \"{}\", not a count", done)), std::string::npos) << done;
+  }
+  // Optimizer state: a parameter index too large for any number type, a learning rate that is not a number.
+  restore();
+  tamper(*o.checkpoint,
+         [](io::SafetensorsContent& c) { c.tensors["optimizer.99999999999999999999.momentum_buffer"] = zeros({1}); });
+  EXPECT_NE(resume_error(o).find("unexpected key '99999999999999999999.momentum_buffer'"), std::string::npos);
+  restore();
+  tamper(*o.checkpoint, [](io::SafetensorsContent& c) {
+    c.tensors["optimizer.lr"] = full({}, std::numeric_limits<double>::quiet_NaN(), DType::F64);
+  });
+  EXPECT_NE(resume_error(o).find("'lr' must be a finite floating-point number >= 0"), std::string::npos);
+  restore();
+  EXPECT_EQ(resume_error(o), "");
+}
+
+TEST(TrainJobCheckpoint, AFileThatIsNotResumedIsNeverOverwritten) {
+  testing::TempDir dir;
+  TrainOptions o = small_run(Recipe::Reference, 1);
+  o.checkpoint = dir.path() / "notes.txt";
+  testing::write_file(*o.checkpoint, {'k', 'e', 'e', 'p'});
+  try {
+    Trainer(o, bars(64, 3), bars(32, 4));
+    FAIL() << "an existing file would have been overwritten";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("exists; pass --resume"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(testing::read_file(*o.checkpoint), (testing::Bytes{'k', 'e', 'e', 'p'}));
+}
+
+TEST(TrainJobCheckpoint, APathThatCannotBeWrittenIsFoundBeforeTraining) {
+  testing::TempDir dir;
+  TrainOptions o = small_run(Recipe::Reference, 1);
+  o.checkpoint = dir.path() / "missing" / "ckpt.safetensors";
+  EXPECT_THROW(Trainer(o, bars(64, 3), bars(32, 4)), IOError);
+  o.checkpoint = dir.path();
+  try {
+    Trainer(o, bars(64, 3), bars(32, 4));
+    FAIL() << "a directory was taken for a checkpoint";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+  o.checkpoint = std::filesystem::path();
+  EXPECT_THROW(Trainer(o, bars(64, 3), bars(32, 4)), InvalidArgumentError);
+  // The probe leaves nothing behind.
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(TrainJobOptions, CountsThatWouldOverflowAreRejected) {
+  TrainOptions o = small_run(Recipe::Fast, std::numeric_limits<int64_t>::max());
+  try {
+    Trainer(o, bars(64, 3), bars(32, 4));
+    FAIL() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("more steps than a 64-bit count holds"), std::string::npos) << e.what();
+  }
+  // One batch of everything: (n + b - 1) / b would overflow.
+  o.epochs = 1;
+  o.batch_size = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(Trainer(o, bars(64, 3), bars(32, 4)).run().size(), 1u);
 }
 
 TEST(TrainJobOptions, BadOptionsAreRejected) {

@@ -3,13 +3,17 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "strata/core/error.h"
 #include "strata/data/fashion_mnist.h"
 #include "strata/runtime/cuda.h"
+#include "tools/tool_output.h"
 #include "trainer.h"
 
 namespace {
@@ -47,6 +51,24 @@ class ProgressBar {
   double last_ = -1;
 };
 
+// Option checks that say what is wanted: CLI11's PositiveNumber prints its range as 300-digit numbers, lets NaN
+// through, and CLI11 itself wraps "-1" into an unsigned option or clamps a number too large for it.
+template <typename T>
+CLI::Validator number_check(T min, const char* wanted) {
+  return CLI::Validator(
+      [min, wanted](std::string& text) -> std::string {
+        T value{};
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc::result_out_of_range) return fmt::format("'{}' is out of range: want {}", text, wanted);
+        if (ec != std::errc() || end != text.data() + text.size() || !(value >= min) ||
+            (std::is_floating_point_v<T> && !std::isfinite(static_cast<double>(value)))) {
+          return fmt::format("want {}, got '{}'", wanted, text);
+        }
+        return "";
+      },
+      wanted);
+}
+
 nlohmann::json to_json(const train::EpochReport& r) {
   return {{"epoch", r.epoch},
           {"train_loss", r.train_loss},
@@ -70,13 +92,15 @@ int main(int argc, char** argv) {
   double lr = 0;
   int64_t train_images = 0, test_images = 0;
   bool json = false;
-  app.add_option("--epochs", options.epochs, "epochs to train")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", options.batch_size, "images per step")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  const auto positive = number_check<int64_t>(1, "a positive integer");
+  const auto count = number_check<int64_t>(0, "an integer >= 0");
+  app.add_option("--epochs", options.epochs, "epochs to train")->capture_default_str()->check(positive);
+  app.add_option("--batch-size", options.batch_size, "images per step")->capture_default_str()->check(positive);
   app.add_option("--lr", lr, "learning rate (default: the recipe's, 0.01 reference / 0.002 fast)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--seed", options.seed, "seed of initialisation, shuffling and augmentation")->capture_default_str();
+      ->check(number_check<double>(std::numeric_limits<double>::denorm_min(), "a positive number"));
+  app.add_option("--seed", options.seed, "seed of initialisation, shuffling and augmentation")
+      ->capture_default_str()
+      ->check(number_check<uint64_t>(0, "an integer from 0 to 2^64-1"));
   app.add_option("--device", device, "cpu, cuda, cuda:N, or best (a GPU when there is one)")->capture_default_str();
   app.add_option("--recipe", recipe,
                  "reference: SGD lr 0.01 momentum 0.9; fast: Adam, cosine schedule, horizontal flips")
@@ -85,18 +109,16 @@ int main(int argc, char** argv) {
   app.add_option("--data", data_dir, "directory with the Fashion-MNIST IDX files")->capture_default_str();
   app.add_option("--checkpoint", checkpoint, "safetensors file written after every epoch");
   app.add_flag("--resume", options.resume, "continue from --checkpoint when it exists");
-  app.add_option("--train-images", train_images, "train on the first N images only (0: all)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--test-images", test_images, "test on the first N images only (0: all)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--train-images", train_images, "train on the first N images only (0: all)")->check(count);
+  app.add_option("--test-images", test_images, "test on the first N images only (0: all)")->check(count);
   app.add_flag("--json", json, "print one JSON document instead of lines");
   CLI11_PARSE(app, argc, argv);
 
   try {
     options.device = device == "best" ? (cuda::is_available() ? Device("cuda:0") : kCPU) : Device(device);
     options.recipe = recipe == "fast" ? train::Recipe::Fast : train::Recipe::Reference;
-    if (lr > 0) options.lr = lr;
-    if (!checkpoint.empty()) options.checkpoint = checkpoint;
+    if (app.count("--lr") > 0) options.lr = lr;
+    if (app.count("--checkpoint") > 0) options.checkpoint = checkpoint;
 
     const data::FashionMnist train_split(data_dir, data::Split::Train);
     const data::FashionMnist test_split(data_dir, data::Split::Test);
@@ -146,5 +168,5 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "strata-train: error: {}\n", e.what());
     return 1;
   }
-  return 0;
+  return tools::stdout_written("strata-train") ? 0 : 1;
 }

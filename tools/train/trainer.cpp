@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 
@@ -9,6 +10,7 @@
 #include "strata/core/error.h"
 #include "strata/data/dataloader.h"
 #include "strata/data/transforms.h"
+#include "strata/io/file.h"
 #include "strata/io/safetensors.h"
 #include "strata/nn/functional.h"
 #include "strata/nn/layers.h"
@@ -28,6 +30,7 @@ namespace F = nn::functional;
 namespace {
 
 constexpr int64_t kEvalBatch = 1000;
+constexpr std::string_view kCheckpointFormat = "strata-train checkpoint 1";
 constexpr const char* kModelPrefix = "model.";
 constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kSchedulerPrefix = "scheduler.";
@@ -88,9 +91,41 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<const data::Dataset> trai
   STRATA_CHECK(train_set_->size() > 0, InvalidArgumentError, "strata-train: the training set is empty");
   STRATA_CHECK(!options_.resume || options_.checkpoint, InvalidArgumentError,
                "strata-train: --resume needs --checkpoint FILE");
-  const int64_t steps = (train_set_->size() + options_.batch_size - 1) / options_.batch_size;
+  const int64_t images = train_set_->size();
+  const int64_t steps = images / options_.batch_size + (images % options_.batch_size != 0 ? 1 : 0);
+  int64_t total_steps = 0;
+  STRATA_CHECK(!__builtin_mul_overflow(options_.epochs, steps, &total_steps), InvalidArgumentError,
+               "strata-train: --epochs {} of {} steps each are more steps than a 64-bit count holds", options_.epochs,
+               steps);
+  if (options_.checkpoint) check_checkpoint_path();
   network_ = std::make_unique<Network>(options_, steps);
-  if (options_.resume && std::filesystem::exists(*options_.checkpoint)) load_checkpoint();
+  if (options_.resume && checkpoint_exists()) load_checkpoint();
+}
+
+// Note [The checkpoint path is checked before training]
+// A checkpoint is written after each epoch; a path that cannot be written would otherwise be found out only then,
+// with the epoch's work lost. So the path is tried at start-up: a temporary file is created beside it and removed
+// again, as each save does. And an existing file is replaced only when the run resumes from it: one that is not a
+// checkpoint of this run (any other file, or another run's checkpoint) is refused rather than overwritten.
+void Trainer::check_checkpoint_path() const {
+  const std::filesystem::path& path = *options_.checkpoint;
+  STRATA_CHECK(!path.empty(), InvalidArgumentError, "strata-train: --checkpoint needs a file name");
+  std::error_code ec;
+  const bool is_dir = std::filesystem::is_directory(path, ec);
+  STRATA_CHECK(!is_dir, IOError, "strata-train: --checkpoint '{}' is a directory; name a file", path.string());
+  STRATA_CHECK(options_.resume || !checkpoint_exists(), IOError,
+               "strata-train: --checkpoint '{}' exists; pass --resume to continue from it, or remove it or name "
+               "another file to start afresh",
+               path.string());
+  (void)io::AtomicFile(path, "strata-train --checkpoint");
+}
+
+bool Trainer::checkpoint_exists() const {
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(*options_.checkpoint, ec);
+  STRATA_CHECK(!ec, IOError, "strata-train: cannot look up --checkpoint '{}': {}", options_.checkpoint->string(),
+               ec.message());
+  return exists;
 }
 
 Trainer::~Trainer() = default;
@@ -214,7 +249,7 @@ void Trainer::save_checkpoint() const {
   if (network_->scheduler) {
     for (const auto& [name, t] : network_->scheduler->state_dict()) tensors[kSchedulerPrefix + name] = t;
   }
-  io::Metadata meta{{"format", "strata-train checkpoint 1"},
+  io::Metadata meta{{"format", std::string(kCheckpointFormat)},
                     {"recipe", recipe_name(options_.recipe)},
                     {"seed", std::to_string(options_.seed)},
                     {"batch_size", std::to_string(options_.batch_size)},
@@ -237,15 +272,17 @@ void Trainer::load_checkpoint() {
                  "{}: the checkpoint was written with {} {} but this run has {} {}; resume with the same settings",
                  path.string(), key, theirs, key, ours);
   };
+  const std::string format = meta("format");
+  STRATA_CHECK(format == kCheckpointFormat, IOError, "{}: its format is \"{}\"; this strata-train reads \"{}\"",
+               path.string(), format, kCheckpointFormat);
   expect("recipe", recipe_name(options_.recipe));
   expect("seed", std::to_string(options_.seed));
   expect("batch_size", std::to_string(options_.batch_size));
-  int64_t done = 0;
-  try {
-    done = std::stoll(meta("epochs_done"));
-  } catch (const std::logic_error&) {
-    STRATA_THROW(IOError, "{}: epochs_done is not a number", path.string());
-  }
+  const std::string done_text = meta("epochs_done");
+  int64_t done = -1;
+  const auto [end, ec] = std::from_chars(done_text.data(), done_text.data() + done_text.size(), done);
+  STRATA_CHECK(ec == std::errc() && end == done_text.data() + done_text.size() && done >= 0, IOError,
+               "{}: epochs_done is \"{}\", not a count of epochs", path.string(), done_text);
   nn::StateDict model_state, optimizer_state, scheduler_state;
   for (auto& [name, t] : content.tensors) {
     const auto take = [&](const char* prefix, nn::StateDict& into) {

@@ -83,6 +83,8 @@ class Trainer {
   const TrainOptions& options() const { return options_; }
 
  private:
+  void check_checkpoint_path() const;
+  bool checkpoint_exists() const;
   void save_checkpoint() const;
   void load_checkpoint();
 
