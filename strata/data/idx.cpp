@@ -1,8 +1,6 @@
 // IDX files (yann.lecun.com/exdb/mnist): a 4-byte magic number, big-endian dimension sizes, then the data.
 #include "strata/data/idx.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "strata/core/error.h"
+#include "strata/io/file.h"
 #include "strata/tensor/factories.h"
 
 namespace strata::data {
@@ -45,18 +44,7 @@ struct GzCloser {
 class IdxFile {
  public:
   explicit IdxFile(const std::filesystem::path& path) : path_(path) {
-    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; only regular files are read.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    STRATA_CHECK(fd >= 0, IOError, "read_idx: cannot open '{}': {}", path.string(), std::strerror(errno));
-    struct stat st {};
-    const bool stat_ok = ::fstat(fd, &st) == 0;
-    if (!stat_ok || !S_ISREG(st.st_mode)) {
-      const std::string why = !stat_ok              ? std::strerror(errno)
-                              : S_ISDIR(st.st_mode) ? "it is a directory"
-                                                    : "not a regular file";
-      ::close(fd);
-      STRATA_THROW(IOError, "read_idx: cannot read '{}': {}", path.string(), why);
-    }
+    const int fd = io::open_regular_file(path, "read_idx").fd;
     errno = 0;
     file_.reset(gzdopen(fd, "rb"));
     if (file_ == nullptr) {

@@ -79,19 +79,24 @@ void AtomicFile::commit() {
                std::strerror(sync_errno));
 }
 
-ReadOnlyFile::ReadOnlyFile(std::filesystem::path path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
+OpenedFile open_regular_file(const std::filesystem::path& path, std::string_view op) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; the check below refuses it.
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  STRATA_CHECK(fd_ >= 0, IOError, "{}: cannot open '{}': {}", op_, path_.string(), error_text());
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  STRATA_CHECK(fd >= 0, IOError, "{}: cannot open '{}': {}", op, path.string(), error_text());
   struct stat st {};
-  const bool stat_ok = ::fstat(fd_, &st) == 0;
+  const bool stat_ok = ::fstat(fd, &st) == 0;
   if (!stat_ok || !S_ISREG(st.st_mode)) {
     const std::string why = !stat_ok ? error_text() : S_ISDIR(st.st_mode) ? "it is a directory" : "not a regular file";
-    ::close(fd_);
-    fd_ = -1;
-    STRATA_THROW(IOError, "{}: cannot read '{}': {}", op_, path_.string(), why);
+    ::close(fd);
+    STRATA_THROW(IOError, "{}: cannot read '{}': {}", op, path.string(), why);
   }
-  size_ = static_cast<uint64_t>(st.st_size);
+  return {fd, static_cast<uint64_t>(st.st_size)};
+}
+
+ReadOnlyFile::ReadOnlyFile(std::filesystem::path path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
+  const OpenedFile file = open_regular_file(path_, op_);
+  fd_ = file.fd;
+  size_ = file.size;
 }
 
 ReadOnlyFile::~ReadOnlyFile() {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace strata::io {
 
@@ -27,6 +28,16 @@ class AtomicFile {
   std::string op_;
   int fd_ = -1;
 };
+
+/// A descriptor open for reading (the caller closes it) and the file's size.
+struct OpenedFile {
+  int fd;
+  uint64_t size;
+};
+
+/// Opens `path` for reading if it is a regular file. Neither a FIFO without a writer nor a device blocks the call;
+/// they, directories and missing files throw IOError naming `op` and the file.
+OpenedFile open_regular_file(const std::filesystem::path& path, std::string_view op);
 
 /// A file opened for reading at given offsets. Errors throw IOError naming `op` and the file.
 class ReadOnlyFile {
