@@ -249,6 +249,7 @@ TEST(TrainJobOptions, BadOptionsAreRejected) {
   EXPECT_THROW(Trainer(o, bars(8, 1), bars(8, 1)), InvalidArgumentError);
   o.resume = false;
   EXPECT_THROW(Trainer(o, nullptr, bars(8, 1)), InvalidArgumentError);
+  EXPECT_THROW(Trainer(o, bars(8, 1), bars(0, 1)), InvalidArgumentError);
 }
 
 }  // namespace

@@ -89,6 +89,8 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<const data::Dataset> trai
   STRATA_CHECK(!options_.lr || (std::isfinite(*options_.lr) && *options_.lr > 0), InvalidArgumentError,
                "strata-train: --lr must be a positive number, got {}", options_.lr.value_or(0));
   STRATA_CHECK(train_set_->size() > 0, InvalidArgumentError, "strata-train: the training set is empty");
+  // An empty test set would report a test accuracy of 0 % as if measured.
+  STRATA_CHECK(test_set_->size() > 0, InvalidArgumentError, "strata-train: the test set is empty");
   STRATA_CHECK(!options_.resume || options_.checkpoint, InvalidArgumentError,
                "strata-train: --resume needs --checkpoint FILE");
   const int64_t images = train_set_->size();
