@@ -27,7 +27,17 @@ DType promote_types(DType a, DType b);
 std::ostream& operator<<(std::ostream& os, DType dtype);
 
 /// Maps a C++ type to its DType: `dtype_of<float> == DType::F32`.
-template <typename T> inline constexpr DType dtype_of = DType::F32;
+namespace detail {
+template <typename T>
+consteval DType no_dtype_for() {
+  static_assert(sizeof(T) == 0,
+                "dtype_of<T>: T is not one of Strata's element types (bool, uint8_t, int32_t, "
+                "int64_t, Half, BFloat16, float, double)");
+  return DType::F32;
+}
+}  // namespace detail
+template <typename T>
+inline constexpr DType dtype_of = detail::no_dtype_for<T>();
 template <> inline constexpr DType dtype_of<bool> = DType::Bool;
 template <> inline constexpr DType dtype_of<std::uint8_t> = DType::U8;
 template <> inline constexpr DType dtype_of<std::int32_t> = DType::I32;

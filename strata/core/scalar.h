@@ -24,7 +24,15 @@ class Scalar {
   Kind kind() const { return kind_; }
   bool is_floating() const { return kind_ == Kind::Float; }
   double to_double() const { return kind_ == Kind::Float ? d_ : static_cast<double>(i_); }
-  int64_t to_int() const { return kind_ == Kind::Float ? static_cast<int64_t>(d_) : i_; }
+  /// Floats are truncated toward zero and saturate, as Rust's `as` does: NaN gives 0 and values beyond int64 its
+  /// ends (a plain cast is undefined behaviour there). Ops that store a scalar check it fits first (fill_).
+  int64_t to_int() const {
+    if (kind_ != Kind::Float) return i_;
+    if (d_ != d_) return 0;
+    if (d_ >= 0x1p63) return INT64_MAX;
+    if (d_ < -0x1p63) return INT64_MIN;
+    return static_cast<int64_t>(d_);
+  }
   bool to_bool() const { return kind_ == Kind::Float ? d_ != 0.0 : i_ != 0; }
 
   /// The value converted to the C++ type T.

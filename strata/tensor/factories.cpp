@@ -1,5 +1,6 @@
 #include "strata/tensor/factories.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "strata/core/error.h"
@@ -46,14 +47,44 @@ Tensor ones_like(const Tensor& t) { return ones(t.shape(), TensorOptions(t.dtype
 
 Tensor scalar_tensor(const Scalar& value, TensorOptions options) { return full({}, value, options); }
 
+void detail::check_value_count(const char* op, std::size_t count, const Shape& shape) {
+  for (int64_t d : shape) STRATA_CHECK(d >= 0, ShapeError, "{}: negative dimension {} in shape {}", op, d, shape);
+  STRATA_CHECK(checked_span(shape).has_value() && static_cast<uint64_t>(numel(shape)) == count, ShapeError,
+               "{}: {} values do not fill shape {}", op, count, shape);
+}
+
 Tensor from_blob(const void* data, const Shape& shape, DType dtype, Device device) {
   Tensor host = empty(shape, dtype);
+  STRATA_CHECK(data != nullptr || host.storage()->nbytes == 0, InvalidArgumentError,
+               "from_blob: data is null for shape {} of {}", shape, dtype);
   // An empty std::vector's data() may be null; memcpy must not see it even for zero bytes.
   if (host.storage()->nbytes != 0) std::memcpy(host.data_ptr(), data, host.storage()->nbytes);
   return host.to(device);
 }
 
+namespace {
+
+// As PyTorch: a value an integer tensor cannot hold is an error, not a wrapped or undefined number.
+void check_fits(const char* op, const Scalar& value, DType dtype) {
+  int64_t low = 0, high = 0;
+  switch (dtype) {
+    case DType::U8: low = 0, high = 255; break;
+    case DType::I32: low = INT32_MIN, high = INT32_MAX; break;
+    case DType::I64: low = INT64_MIN, high = INT64_MAX; break;
+    default: return;  // floating and bool tensors take any value
+  }
+  const bool fits = value.is_floating() ? value.to_double() >= static_cast<double>(low) &&
+                                              value.to_double() < static_cast<double>(high) + 1.0
+                                        : value.to_int() >= low && value.to_int() <= high;
+  STRATA_CHECK(fits, InvalidArgumentError, "{}: value {} cannot be converted to {} without overflow", op,
+               value.is_floating() ? fmt::format("{}", value.to_double()) : fmt::format("{}", value.to_int()), dtype);
+}
+
+}  // namespace
+
 Tensor& Tensor::fill_(const Scalar& value) {
+  STRATA_CHECK(defined(), InvalidArgumentError, "fill_: the tensor is undefined");
+  check_fits("fill_", value, dtype());
   if (numel() == 0) return *this;
   fill_slot.get(device())(detail::op_call("fill", device()), view(), value);
   return *this;

@@ -49,6 +49,11 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opti
 /// Seeds the generators of every device.
 void manual_seed(uint64_t seed);
 
+namespace detail {
+/// Throws ShapeError naming `op` unless `count` values fill `shape` exactly.
+void check_value_count(const char* op, std::size_t count, const Shape& shape);
+}  // namespace detail
+
 /// Copies a host buffer of `shape` (values of `dtype`) into a new tensor on options.device.
 Tensor from_blob(const void* data, const Shape& shape, DType dtype, Device device = kCPU);
 
@@ -56,6 +61,7 @@ Tensor from_blob(const void* data, const Shape& shape, DType dtype, Device devic
 template <typename T>
 Tensor tensor(const std::vector<T>& values, const Shape& shape = {}, Device device = kCPU) {
   Shape s = shape.empty() ? Shape{static_cast<int64_t>(values.size())} : shape;
+  detail::check_value_count("tensor", values.size(), s);
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<std::uint8_t> bytes(values.begin(), values.end());
     return from_blob(bytes.data(), s, DType::Bool, device);

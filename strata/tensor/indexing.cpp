@@ -1,6 +1,7 @@
 // index_select, gather, scatter_add, one_hot: validation here, kernels in backends/portable/indexing_ops.h.
 
 #include <algorithm>
+#include <limits>
 
 #include "strata/core/error.h"
 #include "strata/ops/checks.h"
@@ -125,7 +126,10 @@ Tensor one_hot(const Tensor& labels, int64_t num_classes) {
     // As in PyTorch: infer from the data (this reads the maximum on the host).
     STRATA_CHECK(idx.numel() > 0, InvalidArgumentError, "{}: cannot infer num_classes from empty labels", op);
     const auto values = idx.to_vector<int64_t>();
-    num_classes = *std::max_element(values.begin(), values.end()) + 1;
+    const int64_t max = *std::max_element(values.begin(), values.end());
+    STRATA_CHECK(max >= 0 && max < std::numeric_limits<int64_t>::max(), InvalidArgumentError,
+                 "{}: cannot infer num_classes from a largest label of {}", op, max);
+    num_classes = max + 1;
   }
   STRATA_CHECK(num_classes > 0 || idx.numel() == 0, InvalidArgumentError, "{}: num_classes must be positive, got {}",
                op, num_classes);

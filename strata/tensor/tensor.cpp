@@ -11,13 +11,21 @@ const std::shared_ptr<Storage> Tensor::kNoStorage{};
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides, int64_t offset)
     : impl_(std::allocate_shared<TensorImpl>(ThreadCacheAllocator<TensorImpl>(), std::move(storage), dtype,
-                                             std::move(shape), std::move(strides), offset)) {}
+                                             std::move(shape), std::move(strides), offset)) {
+  // A view of an undefined tensor (which has no storage) arrives here from every view op.
+  STRATA_CHECK(impl_->storage != nullptr, InvalidArgumentError,
+               "cannot take a view of an undefined tensor (a default-constructed Tensor has no data)");
+}
 
 int64_t wrap_dim(int64_t d, int64_t dim, const char* op) { return ops::wrap_dim(op, d, dim); }
 
-int64_t Tensor::size(int64_t d) const { return shape()[static_cast<std::size_t>(wrap_dim(d, dim(), "size"))]; }
+int64_t Tensor::size(int64_t d) const {
+  STRATA_CHECK(dim() > 0, IndexError, "size: a 0-dimensional tensor has no dimension {}", d);
+  return shape()[static_cast<std::size_t>(wrap_dim(d, dim(), "size"))];
+}
 
 int64_t Tensor::stride(int64_t d) const {
+  STRATA_CHECK(dim() > 0, IndexError, "stride: a 0-dimensional tensor has no dimension {}", d);
   return strides()[static_cast<std::size_t>(wrap_dim(d, dim(), "stride"))];
 }
 

@@ -40,7 +40,8 @@ Shape infer_size(const char* op, const Shape& shape, int64_t numel) {
       unknown = i;
     } else {
       STRATA_CHECK(shape[i] >= 0, ShapeError, "{}: invalid size {} in shape {}", op, shape[i], shape);
-      known *= shape[i];
+      STRATA_CHECK(!__builtin_mul_overflow(known, shape[i], &known), ShapeError,
+                   "{}: shape {} has more elements than a 64-bit count holds", op, shape);
     }
   }
   if (unknown) {
@@ -53,6 +54,8 @@ Shape infer_size(const char* op, const Shape& shape, int64_t numel) {
   } else {
     STRATA_CHECK(known == numel, ShapeError, "{}: shape {} is invalid for a tensor of {} elements", op, shape, numel);
   }
+  // With a zero dimension the others can be anything; their strides must still fit.
+  STRATA_CHECK(checked_span(out).has_value(), ShapeError, "{}: shape {} is too large to index", op, out);
   return out;
 }
 
@@ -191,7 +194,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   d = wrap_dim(d, dim(), "narrow");
   const int64_t size = this->shape()[d];
   if (start < 0 && start >= -size) start += size;
-  STRATA_CHECK(start >= 0 && length >= 0 && start + length <= size, IndexError,
+  STRATA_CHECK(start >= 0 && start <= size && length >= 0 && length <= size - start, IndexError,
                "narrow: start {} and length {} do not fit dimension {} of size {} (shape {})", start, length, d, size,
                this->shape());
   Shape shape = this->shape();
@@ -234,8 +237,10 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   const int64_t last = std::max(first, clamp_bound(end.value_or(size)));
   Shape shape = this->shape();
   Strides strides = this->strides();
-  shape[d] = (last - first + step - 1) / step;
-  strides[d] *= step;
+  shape[d] = (last - first) / step + ((last - first) % step != 0 ? 1 : 0);
+  STRATA_CHECK(shape[d] <= 1 || !__builtin_mul_overflow(strides[d], step, &strides[d]), InvalidArgumentError,
+               "slice: step {} times the stride {} of dimension {} does not fit in 64 bits", step, this->strides()[d],
+               d);
   return recorded("slice", *this,
                   Tensor(this->storage(), this->dtype(), std::move(shape), std::move(strides),
                          this->offset() + first * this->strides()[d]),
@@ -310,6 +315,8 @@ Tensor Tensor::expand(const Shape& shape) const {
     out_shape[i] = size;
     out_strides[i] = stride;
   }
+  STRATA_CHECK(checked_span(out_shape).has_value(), ShapeError,
+               "expand: the target shape {} has more elements than a 64-bit count holds", shape);
   return recorded("expand", *this,
                   Tensor(this->storage(), this->dtype(), std::move(out_shape), std::move(out_strides), this->offset()),
                   [](const Tensor& g, const Shape& in_shape) { return detail::sum_to(g, in_shape); });
@@ -353,7 +360,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
                    "shape {} (dimension {}: {} vs {})",
                    dim, reference_pos, reference->shape(), i, t.shape(), d, reference->size(d), t.size(d));
     }
-    out_shape[dim] += t.size(dim);
+    STRATA_CHECK(!__builtin_add_overflow(out_shape[dim], t.size(dim), &out_shape[dim]), ShapeError,
+                 "cat: the sizes in dimension {} add up to more than a 64-bit count holds", dim);
   }
   // Note [Gradient of cat]: a list longer than detail::record_list takes is joined in groups, each recorded.
   constexpr std::size_t kMaxRecorded = 8;

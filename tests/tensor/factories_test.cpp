@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <string>
@@ -63,6 +64,31 @@ TEST_P(Factories, EmptyRefusesShapesWhoseSizeDoesNotFitIn64Bits) {
   // No elements, but the first dimension's stride would be 2^64.
   EXPECT_THROW((void)empty({0, int64_t{1} << 62, 4}, on(DType::U8)), ShapeError);
   EXPECT_EQ(empty({0, int64_t{1} << 40}, on(DType::F32)).numel(), 0);
+}
+
+TEST(FactoriesFromHostValues, CountAndPointerAreChecked) {
+  EXPECT_CONTAINS(error_of<ShapeError>([] {
+                    (void)tensor<float>({1.f, 2.f, 3.f}, {2, 2});
+                  }),
+                  "3 values do not fill shape [2, 2]");
+  EXPECT_THROW((void)tensor<float>({1, 2, 3, 4, 5}, {2, 2}), ShapeError);
+  EXPECT_CONTAINS(error_of<InvalidArgumentError>([] { (void)from_blob(nullptr, {3}, DType::F32); }), "data is null");
+  EXPECT_EQ(from_blob(nullptr, {0}, DType::F32).numel(), 0);
+}
+
+TEST(FactoriesFill, ValuesAnIntegerTensorCannotHoldAreRefused) {
+  EXPECT_CONTAINS(
+      error_of<InvalidArgumentError>([] { (void)full({2}, std::numeric_limits<double>::quiet_NaN(), DType::I64); }),
+      "value nan cannot be converted to i64 without overflow");
+  EXPECT_THROW((void)full({2}, 1e20, DType::I32), InvalidArgumentError);
+  EXPECT_THROW((void)full({2}, 300, DType::U8), InvalidArgumentError);
+  EXPECT_THROW((void)full({2}, -1, DType::U8), InvalidArgumentError);
+  EXPECT_EQ(full({1}, 255, DType::U8).to_vector<uint8_t>(), (std::vector<uint8_t>{255}));
+  EXPECT_EQ(full({1}, -2.5, DType::I64).to_vector<int64_t>(), (std::vector<int64_t>{-2}));
+  // Scalar's own conversion saturates instead of being undefined.
+  EXPECT_EQ(Scalar(std::numeric_limits<double>::quiet_NaN()).to_int(), 0);
+  EXPECT_EQ(Scalar(1e30).to_int(), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(Scalar(-1e30).to_int(), std::numeric_limits<int64_t>::min());
 }
 
 // --- arange ---

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "strata/core/error.h"
 #include "strata/runtime/stream.h"
 #include "strata/tensor/factories.h"
@@ -87,6 +89,9 @@ TEST_P(Indexing, OneHotOfLabels) {
   EXPECT_EQ(out.shape(), (Shape{3, 3}));
   EXPECT_EQ(out.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1, 1, 0, 0, 0, 1, 0}));
   EXPECT_EQ(one_hot(labels, -1).shape(), (Shape{3, 3})) << "num_classes inferred from the data";
+  // Inferring from a label of 2^63-1 would overflow; a negative one names itself.
+  EXPECT_THROW(one_hot(tensor<int64_t>({std::numeric_limits<int64_t>::max()}, {}, device()), -1), InvalidArgumentError);
+  EXPECT_THROW(one_hot(tensor<int64_t>({-5}, {}, device()), -1), InvalidArgumentError);
 }
 
 TEST_P(Indexing, OneHotOutOfRangeLabelIsADeviceAssert) {

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -324,6 +326,58 @@ TEST(BroadcastShapes, FollowsNumpyRulesAndNamesTheOp) {
   EXPECT_CONTAINS(message, "my_op");
   EXPECT_CONTAINS(message, "[3]");
   EXPECT_CONTAINS(message, "[4]");
+}
+
+// Sizes near the ends of int64: each must be a typed error, where the arithmetic used to overflow.
+TEST(ViewsAtInt64Limits, SizesThatWouldOverflowAreRefused) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_THROW((void)ones({4}).narrow(0, 1, kMax), IndexError);
+  EXPECT_EQ(ones({4}).slice(0, 0, 4, kMax).shape(), (Shape{1}));
+  EXPECT_EQ(ones({4, 4}).slice(0, 0, std::nullopt, kMax / 2).shape(), (Shape{1, 4}));
+  EXPECT_CONTAINS(error_of<ShapeError>([] {
+                    (void)ones({4}).reshape({int64_t{1} << 32, int64_t{1} << 32, -1});
+                  }),
+                  "more elements than a 64-bit count holds");
+  EXPECT_CONTAINS(error_of<ShapeError>([] { (void)zeros({0}).reshape({0, kMax, kMax}); }), "too large to index");
+  EXPECT_CONTAINS(error_of<ShapeError>([] {
+                    (void)zeros({1, 1}).expand({int64_t{1} << 32, int64_t{1} << 32});
+                  }),
+                  "more elements than a 64-bit count holds");
+  const Tensor wide = zeros({1}).expand({int64_t{1} << 62});
+  EXPECT_THROW((void)cat({wide, wide, wide, wide}), ShapeError);
+}
+
+TEST(ViewsOfUndefinedTensors, AreErrorsNotCrashes) {
+  const Tensor u;
+  EXPECT_THROW((void)u.reshape({1}), InvalidArgumentError);
+  EXPECT_THROW((void)u.unsqueeze(0), InvalidArgumentError);
+  EXPECT_THROW((void)u.expand({3}), InvalidArgumentError);
+  EXPECT_THROW((void)u.detach(), InvalidArgumentError);
+  EXPECT_THROW((void)u.clone(), InvalidArgumentError);
+  EXPECT_THROW((void)u.to(DType::F64), InvalidArgumentError);
+  Tensor v;
+  EXPECT_THROW(v.fill_(1), InvalidArgumentError);
+  EXPECT_THROW(v.copy_(ones({})), InvalidArgumentError);
+  Tensor t = ones({2});
+  EXPECT_THROW(t.copy_(Tensor()), InvalidArgumentError);
+}
+
+TEST(ZeroDimensionalTensors, HaveNoSizeOrStride) {
+  const Tensor s = ones({7}).select(0, 2);
+  EXPECT_THROW((void)s.size(0), IndexError);
+  EXPECT_THROW((void)s.stride(-1), IndexError);
+}
+
+TEST(CopyIntoOverlappingMemory, ReadsTheSourceBeforeWriting) {
+  Tensor t = arange(5, DType::F32);
+  t.narrow(0, 1, 4).copy_(t.narrow(0, 0, 4));
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{0, 0, 1, 2, 3}));
+  Tensor u = arange(5, DType::F32);
+  u.narrow(0, 0, 4).copy_(u.narrow(0, 1, 4));
+  EXPECT_EQ(u.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 4}));
+  // A destination whose elements share memory has no meaningful result.
+  EXPECT_CONTAINS(error_of<InvalidArgumentError>([] { (void)zeros({1}).expand({4}).copy_(arange(4, DType::F32)); }),
+                  "several elements at one memory location");
 }
 
 }  // namespace
