@@ -2,6 +2,7 @@
 // ops/dnn_kernels.h).
 
 #include <array>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,11 @@ Conv check_conv(const char* op, const Tensor& input, const Tensor& weight, const
                "{}: padding must be non-negative, got ({}, {})", op, padding.h, padding.w);
   STRATA_CHECK(dilation.h >= 1 && dilation.w >= 1, InvalidArgumentError,
                "{}: dilation must be positive, got ({}, {})", op, dilation.h, dilation.w);
+  // The window arithmetic below is in int64, and every backend takes these as int.
+  for (const auto& [what, p] : {std::pair{"stride", stride}, {"padding", padding}, {"dilation", dilation}}) {
+    STRATA_CHECK(p.h <= std::numeric_limits<int32_t>::max() && p.w <= std::numeric_limits<int32_t>::max(),
+                 NotImplementedError, "{}: {} ({}, {}) is larger than 2^31-1", op, what, p.h, p.w);
+  }
   const int64_t c = input.size(1), h = input.size(2), w = input.size(3);
   const int64_t o = weight.size(0), kh = weight.size(2), kw = weight.size(3);
   STRATA_CHECK(c >= 1 && h >= 1 && w >= 1, ShapeError, "{}: the input of shape {} has an empty channel or spatial dim",

@@ -75,6 +75,13 @@ Tensor& Module::register_buffer(const std::string& name, Tensor value) {
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
   check_new_name(name, "module");
   STRATA_CHECK(module != nullptr, InvalidArgumentError, "{}: register_module: '{}' is null", describe(), name);
+  // A module may not hold itself, directly or through its children: every traversal would go round for ever. The
+  // tree below `module` has no cycle (each registration was checked), so this search ends.
+  bool cycle = false;
+  module->for_each_module("", [&](const std::string&, const Module& m) { cycle = cycle || &m == this; });
+  STRATA_CHECK(!cycle, InvalidArgumentError,
+               "{}: register_module: '{}' is this module or holds it, which would make the module tree a cycle",
+               describe(), name);
   module->set_path(path_.empty() ? name : path_ + "." + name);
   children_.emplace_back(name, std::move(module));
 }

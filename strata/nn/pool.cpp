@@ -1,6 +1,7 @@
 // max_pool2d, avg_pool2d, adaptive_avg_pool2d: arguments are checked here, once; backends compute (Note [The DNN
 // kernel contract] in ops/dnn_kernels.h).
 
+#include <limits>
 #include <utility>
 
 #include "strata/core/error.h"
@@ -46,6 +47,11 @@ Pool check_window(const char* op, const Tensor& input, Pair kernel, std::optiona
                stride.h, stride.w);
   STRATA_CHECK(padding.h >= 0 && padding.w >= 0, InvalidArgumentError,
                "{}: padding must be non-negative, got ({}, {})", op, padding.h, padding.w);
+  // The window arithmetic is in int64 (an average divides by kernel.h * kernel.w), and backends take int.
+  for (const auto& [what, p] : {std::pair{"kernel size", kernel}, {"stride", stride}}) {
+    STRATA_CHECK(p.h <= std::numeric_limits<int32_t>::max() && p.w <= std::numeric_limits<int32_t>::max(),
+                 NotImplementedError, "{}: {} ({}, {}) is larger than 2^31-1", op, what, p.h, p.w);
+  }
   // PyTorch's rule: a window is never only padding.
   STRATA_CHECK(padding.h <= kernel.h / 2 && padding.w <= kernel.w / 2, InvalidArgumentError,
                "{}: padding ({}, {}) must be at most half the kernel size ({}, {})", op, padding.h, padding.w,

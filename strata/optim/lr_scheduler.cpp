@@ -1,6 +1,7 @@
 #include "strata/optim/lr_scheduler.h"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "strata/core/error.h"
@@ -32,12 +33,32 @@ nn::StateDict LRScheduler::state_dict() const {
 void LRScheduler::load_state_dict(const nn::StateDict& dict) {
   STRATA_CHECK(dict.contains("last_epoch") && dict.contains("base_lr") && dict.size() == 2, InvalidArgumentError,
                "LRScheduler: load_state_dict expects exactly the keys last_epoch and base_lr");
-  const int64_t epoch = dict.at("last_epoch").item<int64_t>();
-  const double base = dict.at("base_lr").item<double>();
-  STRATA_CHECK(epoch >= 0, InvalidArgumentError, "LRScheduler: last_epoch must be >= 0, got {}", epoch);
+  const Tensor& epoch_t = dict.at("last_epoch");
+  const Tensor& base_t = dict.at("base_lr");
+  STRATA_CHECK(epoch_t.numel() == 1 && !is_floating(epoch_t.dtype()) && epoch_t.dtype() != DType::Bool,
+               InvalidArgumentError, "LRScheduler: last_epoch must be one integer, got shape {} of {}", epoch_t.shape(),
+               epoch_t.dtype());
+  STRATA_CHECK(base_t.numel() == 1, InvalidArgumentError, "LRScheduler: base_lr must be one number, got shape {}",
+               base_t.shape());
+  const int64_t epoch = epoch_t.item<int64_t>();
+  const double base = base_t.item<double>();
+  // Below the largest int64, so that step() can count on.
+  STRATA_CHECK(epoch >= 0 && epoch < std::numeric_limits<int64_t>::max(), InvalidArgumentError,
+               "LRScheduler: last_epoch must be >= 0 and below 2^63-1, got {}", epoch);
+  STRATA_CHECK(base >= 0.0 && std::isfinite(base), InvalidArgumentError,
+               "LRScheduler: base_lr must be a finite number >= 0, got {}", base);
+  // Checked first, changed after: a refused dict leaves the scheduler as it was.
+  const int64_t old_epoch = last_epoch_;
+  const double old_base = base_lr_;
   last_epoch_ = epoch;
   base_lr_ = base;
-  start();
+  try {
+    start();
+  } catch (const Error&) {
+    last_epoch_ = old_epoch;
+    base_lr_ = old_base;
+    throw;
+  }
 }
 
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)

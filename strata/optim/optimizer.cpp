@@ -136,6 +136,16 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
       problems.push_back(fmt::format("unexpected key '{}'", key));
     }
   }
+  // A parameter's state is whole or absent: a step would otherwise find one moment and not the other.
+  for (std::size_t i = 0; i < loaded.size(); ++i) {
+    const auto& tensors = loaded[i].tensors;
+    if (tensors.empty() || tensors.size() == names.size()) continue;
+    std::vector<std::string> missing;
+    for (const std::string& n : names) {
+      if (tensors.count(n) == 0) missing.push_back(fmt::format("'{}.{}'", i, n));
+    }
+    problems.push_back(fmt::format("parameter {} has part of its state: {} missing", i, fmt::join(missing, ", ")));
+  }
   STRATA_CHECK(problems.empty(), InvalidArgumentError, "{}: load_state_dict: nothing was loaded:\n  {}", name_,
                fmt::join(problems, "\n  "));
   NoGradGuard no_grad;

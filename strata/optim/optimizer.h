@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/core/error.h"
 #include "strata/nn/module.h"
 #include "strata/tensor/tensor.h"
 
@@ -40,7 +41,11 @@ class Optimizer {
   void set_lr(double lr);
   const std::vector<Tensor>& params() const { return params_; }
   /// The state of parameter i (empty before its first step).
-  const ParamState& state(std::size_t i) const { return state_.at(i); }
+  const ParamState& state(std::size_t i) const {
+    STRATA_CHECK(i < state_.size(), IndexError, "{}: state({}) asked of an optimizer with {} parameters", name_, i,
+                 state_.size());
+    return state_[i];
+  }
 
   /// "lr" (f64 scalar) and, for each parameter i with state, "i.<name>" for its tensors and "i.step" (i64 scalar).
   /// The tensors are copies, so the dict stays as it was while training goes on.

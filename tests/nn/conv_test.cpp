@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -306,6 +308,19 @@ TEST_P(Conv, OperandsOnDifferentDevicesAreRejected) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, Conv, ::testing::ValuesIn(testing::available_devices()),
                          [](const auto& info) { return testing::device_test_name(info.param); });
+
+TEST(ConvAndPoolAtInt64Limits, HugeWindowParametersAreRefused) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const Tensor x = ones({1, 1, 5, 5});
+  const Tensor w = ones({1, 1, 3, 3});
+  EXPECT_THROW((void)F::conv2d(x, w, {}, 1, 0, F::Pair(kMax)), NotImplementedError);
+  EXPECT_THROW((void)F::conv2d(x, w, {}, 1, F::Pair(kMax / 2 + 1)), NotImplementedError);
+  EXPECT_THROW((void)F::conv2d(x.to(DType::F64), w.to(DType::F64), {}, F::Pair(kMax)), NotImplementedError);
+  EXPECT_THROW((void)F::max_pool2d(x, F::Pair(kMax), std::nullopt, F::Pair(kMax / 2)), NotImplementedError);
+  EXPECT_THROW(
+      (void)F::avg_pool2d(ones({1, 1, 4, 4}), F::Pair(int64_t{1} << 32), std::nullopt, F::Pair(int64_t{1} << 31)),
+      NotImplementedError);
+}
 
 }  // namespace
 }  // namespace strata

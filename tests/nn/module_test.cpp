@@ -247,5 +247,19 @@ TEST(Module, ForwardChecksTheInputDeviceBeforeRunning) {
 INSTANTIATE_TEST_SUITE_P(Devices, ModuleOnDevice, ::testing::ValuesIn(testing::available_devices()),
                          [](const auto& info) { return testing::device_test_name(info.param); });
 
+TEST(Module, AModuleCannotHoldItself) {
+  auto a = std::make_shared<nn::Sequential>();
+  auto b = std::make_shared<nn::Sequential>();
+  a->push_back(b);
+  try {
+    b->push_back(a);
+    FAIL() << "a cycle was accepted";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("would make the module tree a cycle"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(a->push_back(a), InvalidArgumentError);
+  EXPECT_TRUE(a->parameters().empty());  // the traversal ends
+}
+
 }  // namespace
 }  // namespace strata

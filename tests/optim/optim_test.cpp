@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -292,6 +293,49 @@ TEST(OptimScheduler, StateDictResumesTheSequence) {
   EXPECT_EQ(resumed.last_epoch(), 3);
   resumed.step();
   EXPECT_DOUBLE_EQ(sgd2.lr(), next);
+}
+
+TEST(Optim, PartialOrMissingStateIsATypedError) {
+  Tensor p = zeros({2});
+  p.requires_grad_();
+  optim::SGD sgd({p}, 0.1);
+  EXPECT_THROW((void)sgd.state(5), IndexError);
+  // Adam's state for a parameter is both moments or neither: a step would otherwise find one missing.
+  optim::Adam adam({p}, optim::AdamOptions(0.1));
+  nn::StateDict half;
+  half.insert("lr", scalar_tensor(0.1, DType::F64));
+  half.insert("0.exp_avg", zeros({2}));
+  try {
+    adam.load_state_dict(half);
+    FAIL() << "half a state was accepted";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("'0.exp_avg_sq' missing"), std::string::npos) << e.what();
+  }
+  p.set_grad(ones({2}));
+  adam.step();  // the refused load left the optimizer as it was
+  EXPECT_EQ(adam.state(0).step, 1);
+}
+
+TEST(OptimScheduler, ABadStateDictIsRefusedAndChangesNothing) {
+  Tensor p = zeros({1});
+  p.requires_grad_();
+  optim::SGD sgd({p}, 0.1);
+  optim::StepLR scheduler(sgd, 2, 0.5);
+  const auto load = [&](Tensor epoch, Tensor base) {
+    nn::StateDict d;
+    d.insert("last_epoch", std::move(epoch));
+    d.insert("base_lr", std::move(base));
+    scheduler.load_state_dict(d);
+  };
+  const Tensor base = scalar_tensor(0.1, DType::F64);
+  // step() would overflow after the largest int64.
+  EXPECT_THROW(load(scalar_tensor(std::numeric_limits<int64_t>::max(), DType::I64), base), InvalidArgumentError);
+  EXPECT_THROW(load(scalar_tensor(2.7, DType::F64), base), InvalidArgumentError);
+  EXPECT_THROW(load(scalar_tensor(7, DType::I64), scalar_tensor(-1.0, DType::F64)), InvalidArgumentError);
+  EXPECT_EQ(scheduler.last_epoch(), 0);
+  EXPECT_EQ(scheduler.base_lr(), 0.1);
+  load(scalar_tensor(3, DType::I64), base);
+  EXPECT_EQ(scheduler.last_epoch(), 3);
 }
 
 }  // namespace
