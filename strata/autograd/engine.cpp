@@ -166,6 +166,12 @@ Tensor Tensor::grad() const {
 }
 
 void Tensor::set_grad(const Tensor& grad) {
+  // An optimizer would otherwise broadcast a wrong shape into the parameter, or fail later on the dtype.
+  if (grad.defined()) {
+    STRATA_CHECK(grad.shape() == shape() && grad.dtype() == dtype() && grad.device() == device(), InvalidArgumentError,
+                 "set_grad: the gradient ({} {} on {}) must match the tensor ({} {} on {})", grad.shape(), grad.dtype(),
+                 grad.device(), shape(), dtype(), device());
+  }
   auto& meta = meta_of(*this);
   if (!meta) meta = std::make_shared<AutogradMeta>();
   meta->grad = grad;
@@ -192,6 +198,8 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   }
   STRATA_CHECK(grad.shape() == shape(), ShapeError, "backward: gradient shape {} does not match the tensor's {}",
                grad.shape(), shape());
+  STRATA_CHECK(grad.dtype() == dtype(), DTypeError, "backward: the gradient is {} but the tensor is {}", grad.dtype(),
+               dtype());
   autograd::run_backward(*this, grad, retain_graph);
 }
 

@@ -64,7 +64,8 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
   if (is_integral(dtype) && count > 0) {
     const auto [min, max] = dtype == DType::U8    ? std::pair<double, double>{0, 255}
                             : dtype == DType::I32 ? std::pair<double, double>{-2147483648.0, 2147483647.0}
-                                                  : std::pair<double, double>{-0x1p63, 0x1p63};
+                                                  : std::pair<double, double>{-0x1p63, 0x1p63 - 1024};
+    // (2^63 itself is no int64; 2^63 - 1024 is the largest double below it.)
     const double final_value = first + static_cast<double>(count - 1) * delta;
     STRATA_CHECK(first >= min && first <= max && final_value >= min && final_value <= max, InvalidArgumentError,
                  "arange: values from {} to {} do not fit dtype {}", scalar_str(start), final_value, dtype);

@@ -31,6 +31,11 @@ int64_t Tensor::stride(int64_t d) const {
 
 bool Tensor::is_contiguous() const { return view().is_contiguous(); }
 
+void Tensor::check_data_type(DType wanted, bool reads_bytes) const {
+  STRATA_CHECK(wanted == dtype() || (reads_bytes && dtype() == DType::Bool) || !defined(), DTypeError,
+               "data<T>(): the tensor holds {} but T is the type of {}", dtype(), wanted);
+}
+
 void* Tensor::data_ptr() const {
   STRATA_CHECK(defined(), InvalidArgumentError, "data_ptr: the tensor is undefined");
   return static_cast<char*>(impl_->storage->data.get()) + impl_->offset * static_cast<int64_t>(element_size());

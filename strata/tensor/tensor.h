@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "strata/core/device.h"
@@ -71,12 +72,16 @@ class Tensor {
   void set_data(const Tensor& other);
   /// Pointer to the first element (host-readable only for CPU tensors).
   void* data_ptr() const;
+  /// Typed pointer to the first element; T must be the dtype's C++ type (uint8_t also reads bool tensors' bytes).
   template <typename T>
   T* data() const {
+    check_data_type(dtype_of<std::remove_const_t<T>>, std::is_same_v<std::remove_const_t<T>, std::uint8_t>);
     return static_cast<T*>(data_ptr());
   }
   /// What ops and kernels see of this tensor.
   TensorView view() const;
+  /// Throws DTypeError unless data<T>() with T of dtype `wanted` may read this tensor.
+  void check_data_type(DType wanted, bool reads_bytes) const;
 
   // --- devices and dtypes (tensor/copy.cpp) ---
   /// Returns this very tensor when it is already on `device`, else a copy there (see ARCHITECTURE.md).

@@ -158,5 +158,16 @@ TEST(Engine, ClearErrors) {
   EXPECT_THROW(scale(x, 2).requires_grad_(false), InvalidArgumentError);
 }
 
+TEST(Engine, GradientsMustMatchTheirTensor) {
+  Tensor x = ones({2});
+  x.requires_grad_();
+  EXPECT_THROW(x.set_grad(ones({1})), InvalidArgumentError);
+  EXPECT_THROW(x.set_grad(ones({2}, DType::I64)), InvalidArgumentError);
+  x.set_grad(ones({2}));
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{1, 1}));
+  const Tensor y = scale(leaf({1, 2}), 2);
+  EXPECT_THROW(y.backward(tensor<int64_t>({1, 2})), DTypeError);
+}
+
 }  // namespace
 }  // namespace strata

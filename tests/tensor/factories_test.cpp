@@ -124,6 +124,15 @@ TEST_P(Factories, ArangeRejectsBadSteps) {
   EXPECT_CONTAINS(error_of<InvalidArgumentError>([&] { arange(250, 260, 1, on(DType::U8)); }), "u8");
   EXPECT_THROW(arange(0, 2, 1, on(DType::Bool)), DTypeError);
   EXPECT_THROW(arange(0, std::nan(""), 1, on(DType::F32)), InvalidArgumentError);
+  // 2^63 is no int64: a float range reaching it must not wrap to INT64_MIN.
+  EXPECT_THROW(arange(0.0, 0x1p64, 0x1p63, on(DType::I64)), InvalidArgumentError);
+}
+
+TEST(FactoriesData, TheElementTypeMustBeTheDtypes) {
+  const Tensor f = zeros({2});
+  EXPECT_CONTAINS(error_of<DTypeError>([&] { (void)f.data<double>(); }), "holds f32 but T is the type of f64");
+  EXPECT_NO_THROW((void)f.data<const float>());
+  EXPECT_NO_THROW((void)ones({2}, DType::Bool).data<uint8_t>());  // bool tensors' bytes
 }
 
 // --- linspace and eye ---
