@@ -19,9 +19,11 @@ Adam::Adam(const char* name, std::vector<Tensor> params, const AdamOptions& opti
   STRATA_CHECK(options.beta1_ >= 0.0 && options.beta1_ < 1.0 && options.beta2_ >= 0.0 && options.beta2_ < 1.0,
                InvalidArgumentError, "{}: betas must be in [0, 1), got ({}, {})", name, options.beta1_,
                options.beta2_);
-  STRATA_CHECK(options.eps_ >= 0.0, InvalidArgumentError, "{}: eps must be >= 0, got {}", name, options.eps_);
-  STRATA_CHECK(weight_decay_ >= 0.0, InvalidArgumentError, "{}: weight_decay must be >= 0, got {}", name,
-               weight_decay_);
+  // Finite as well: an infinite or NaN term turns every parameter into NaN at the first step.
+  STRATA_CHECK(options.eps_ >= 0.0 && std::isfinite(options.eps_), InvalidArgumentError,
+               "{}: eps must be a finite number >= 0, got {}", name, options.eps_);
+  STRATA_CHECK(weight_decay_ >= 0.0 && std::isfinite(weight_decay_), InvalidArgumentError,
+               "{}: weight_decay must be a finite number >= 0, got {}", name, weight_decay_);
 }
 
 void Adam::step() {

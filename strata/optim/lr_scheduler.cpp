@@ -64,6 +64,8 @@ void LRScheduler::load_state_dict(const nn::StateDict& dict) {
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
     : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
   STRATA_CHECK(step_size > 0, InvalidArgumentError, "StepLR: step_size must be positive, got {}", step_size);
+  STRATA_CHECK(gamma >= 0.0 && std::isfinite(gamma), InvalidArgumentError,
+               "StepLR: gamma must be a finite number >= 0, got {}", gamma);
   start();
 }
 
@@ -74,6 +76,8 @@ double StepLR::lr_at(int64_t epoch) const {
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
     : LRScheduler(optimizer), t_max_(T_max), eta_min_(eta_min) {
   STRATA_CHECK(T_max > 0, InvalidArgumentError, "CosineAnnealingLR: T_max must be positive, got {}", T_max);
+  STRATA_CHECK(eta_min >= 0.0 && std::isfinite(eta_min), InvalidArgumentError,
+               "CosineAnnealingLR: eta_min must be a finite number >= 0, got {}", eta_min);
   start();
 }
 

@@ -1,5 +1,7 @@
 #include "strata/optim/sgd.h"
 
+#include <cmath>
+
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 #include "strata/tensor/functions.h"
@@ -8,10 +10,13 @@ namespace strata::optim {
 
 SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
     : Optimizer("SGD", std::move(params), options.lr), options_(options) {
-  STRATA_CHECK(options.momentum_ >= 0.0, InvalidArgumentError, "SGD: momentum must be >= 0, got {}",
-               options.momentum_);
-  STRATA_CHECK(options.weight_decay_ >= 0.0, InvalidArgumentError, "SGD: weight_decay must be >= 0, got {}",
-               options.weight_decay_);
+  // Finite as well: an infinite or NaN factor turns every parameter into NaN at the first step.
+  STRATA_CHECK(options.momentum_ >= 0.0 && std::isfinite(options.momentum_), InvalidArgumentError,
+               "SGD: momentum must be a finite number >= 0, got {}", options.momentum_);
+  STRATA_CHECK(options.dampening_ >= 0.0 && std::isfinite(options.dampening_), InvalidArgumentError,
+               "SGD: dampening must be a finite number >= 0, got {}", options.dampening_);
+  STRATA_CHECK(options.weight_decay_ >= 0.0 && std::isfinite(options.weight_decay_), InvalidArgumentError,
+               "SGD: weight_decay must be a finite number >= 0, got {}", options.weight_decay_);
   STRATA_CHECK(!options.nesterov_ || (options.momentum_ > 0.0 && options.dampening_ == 0.0), InvalidArgumentError,
                "SGD: nesterov needs momentum > 0 and dampening 0 (got momentum {}, dampening {})", options.momentum_,
                options.dampening_);

@@ -76,7 +76,6 @@ TEST_P(DropoutEmbedding, DropoutBackwardUsesTheSameMask) {
 
 TEST_P(DropoutEmbedding, DropoutRejectsBadArguments) {
   const Tensor x = ones({4}, f32());
-  EXPECT_THROW(F::dropout(x, 1.0), InvalidArgumentError);
   EXPECT_THROW(F::dropout(x, -0.1), InvalidArgumentError);
   EXPECT_THROW(F::dropout(x, std::nan("")), InvalidArgumentError);
   EXPECT_THROW(F::dropout(tensor<int64_t>({1, 2}, {}, device()), 0.5), DTypeError);
@@ -84,8 +83,18 @@ TEST_P(DropoutEmbedding, DropoutRejectsBadArguments) {
     F::dropout(x, 1.5);
     ADD_FAILURE() << "no error";
   } catch (const InvalidArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find("dropout: p must be in [0, 1), got 1.5"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dropout: p must be in [0, 1], got 1.5"), std::string::npos) << e.what();
   }
+}
+
+TEST_P(DropoutEmbedding, DropoutOfOneDropsEverything) {
+  // As in PyTorch; nn::Dropout(1.0) constructs, so its forward must run too.
+  Tensor x = ones({4}, f32());
+  x.requires_grad_();
+  const Tensor y = F::dropout(x, 1.0);
+  EXPECT_EQ(y.to_vector<float>(), std::vector<float>(4, 0.0f));
+  sum(y).backward();
+  EXPECT_EQ(x.grad().to_vector<float>(), std::vector<float>(4, 0.0f));
 }
 
 // --- embedding ---

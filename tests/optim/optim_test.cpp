@@ -245,6 +245,14 @@ TEST(Optim, RejectsBadHyperparameters) {
   EXPECT_THROW(optim::SGD({p}, optim::SGDOptions(0.1).nesterov(true)), InvalidArgumentError);
   EXPECT_THROW(optim::Adam({p}, optim::AdamOptions(0.1).betas(1.0, 0.9)), InvalidArgumentError);
   EXPECT_THROW(optim::SGD({zeros({2}, DType::I64)}, 0.1), DTypeError);
+  // Infinite or NaN factors would turn every parameter into NaN at the first step.
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(optim::SGD({p}, optim::SGDOptions(0.1).momentum(inf)), InvalidArgumentError);
+  EXPECT_THROW(optim::SGD({p}, optim::SGDOptions(0.1).momentum(0.9).dampening(nan)), InvalidArgumentError);
+  EXPECT_THROW(optim::SGD({p}, optim::SGDOptions(0.1).weight_decay(inf)), InvalidArgumentError);
+  EXPECT_THROW(optim::Adam({p}, optim::AdamOptions(0.1).eps(inf)), InvalidArgumentError);
+  EXPECT_THROW(optim::Adam({p}, optim::AdamOptions(0.1).weight_decay(nan)), InvalidArgumentError);
 }
 
 std::vector<double> lrs(optim::LRScheduler& scheduler, optim::Optimizer& opt, int epochs) {
@@ -334,6 +342,11 @@ TEST(OptimScheduler, ABadStateDictIsRefusedAndChangesNothing) {
   EXPECT_THROW(load(scalar_tensor(7, DType::I64), scalar_tensor(-1.0, DType::F64)), InvalidArgumentError);
   EXPECT_EQ(scheduler.last_epoch(), 0);
   EXPECT_EQ(scheduler.base_lr(), 0.1);
+  // Arguments that give a negative or NaN rate later are refused when the scheduler is made.
+  EXPECT_THROW(optim::StepLR(sgd, 2, -0.5), InvalidArgumentError);
+  EXPECT_THROW(optim::CosineAnnealingLR(sgd, 4, -0.01), InvalidArgumentError);
+  EXPECT_THROW(optim::CosineAnnealingLR(sgd, 4, std::numeric_limits<double>::quiet_NaN()), InvalidArgumentError);
+  EXPECT_EQ(sgd.lr(), 0.1);
   load(scalar_tensor(3, DType::I64), base);
   EXPECT_EQ(scheduler.last_epoch(), 3);
 }
