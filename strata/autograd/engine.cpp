@@ -53,7 +53,15 @@ const bool installed = [] {
 Tensor apply_hooks(const std::vector<autograd::TensorHook>& hooks, Tensor grad) {
   for (const auto& hook : hooks) {
     Tensor replaced = hook(grad);
-    if (replaced.defined()) grad = std::move(replaced);
+    if (!replaced.defined()) continue;
+    // A gradient of another shape, dtype or device would reach .grad() or the next node unnoticed.
+    STRATA_CHECK(
+        replaced.shape() == grad.shape() && replaced.dtype() == grad.dtype() && replaced.device() == grad.device(),
+        InvalidArgumentError,
+        "backward: a hook returned a gradient of {} {} on {} for a gradient of {} {} on {}; a hook may "
+        "change the values only",
+        replaced.shape(), replaced.dtype(), replaced.device(), grad.shape(), grad.dtype(), grad.device());
+    grad = std::move(replaced);
   }
   return grad;
 }

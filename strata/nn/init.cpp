@@ -46,6 +46,8 @@ std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor) {
 
 Tensor uniform_(Tensor tensor, double low, double high) {
   check_floating(tensor, "uniform_");
+  STRATA_CHECK(std::isfinite(low) && std::isfinite(high), InvalidArgumentError,
+               "init::uniform_: the bounds must be finite, got ({}, {})", low, high);
   STRATA_CHECK(low <= high, InvalidArgumentError, "init::uniform_: low ({}) must not exceed high ({})", low, high);
   NoGradGuard no_grad;
   tensor.copy_(rand(tensor.shape(), draw_options(tensor)) * (high - low) + low);
@@ -54,7 +56,8 @@ Tensor uniform_(Tensor tensor, double low, double high) {
 
 Tensor normal_(Tensor tensor, double mean, double std) {
   check_floating(tensor, "normal_");
-  STRATA_CHECK(std >= 0.0, InvalidArgumentError, "init::normal_: std must be >= 0, got {}", std);
+  STRATA_CHECK(std >= 0.0 && std::isfinite(std) && std::isfinite(mean), InvalidArgumentError,
+               "init::normal_: mean must be finite and std finite and >= 0, got mean {} and std {}", mean, std);
   NoGradGuard no_grad;
   tensor.copy_(randn(tensor.shape(), draw_options(tensor)) * std + mean);
   return tensor;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 
@@ -119,8 +121,13 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurs
 }
 
 std::vector<Tensor> Module::parameters(bool recurse) const {
+  // Each tensor once, as PyTorch's parameters(): a module shared by two places (tied weights) holds the same
+  // parameters under two names, and an optimizer must step them once.
   std::vector<Tensor> out;
-  for (auto& item : named_parameters(recurse)) out.push_back(std::move(item.second));
+  for (auto& item : named_parameters(recurse)) {
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const Tensor& t) { return t.is_same(item.second); });
+    if (!seen) out.push_back(std::move(item.second));
+  }
   return out;
 }
 

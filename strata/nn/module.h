@@ -69,6 +69,7 @@ class Module {
 
   /// Parameters of this module and (when `recurse`) its descendants, with dotted names, in registration order.
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  /// The same parameters without names, each tensor once (a module shared by two places lists its own once).
   std::vector<Tensor> parameters(bool recurse = true) const;
   std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
   std::vector<Tensor> buffers(bool recurse = true) const;

@@ -95,6 +95,9 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   STRATA_CHECK(input.dim() >= 2, ShapeError, "{}: input must be [N, C] or [N, C, ...] with channels in dim 1, got {}",
                op, input.shape());
   STRATA_CHECK(eps >= 0.0, InvalidArgumentError, "{}: eps must be non-negative, got {}", op, eps);
+  // The running statistics become NaN for ever otherwise.
+  STRATA_CHECK(momentum >= 0.0 && momentum <= 1.0, InvalidArgumentError, "{}: momentum must be in [0, 1], got {}", op,
+               momentum);
   check_device(op, input, "running_mean", running_mean);
   check_device(op, input, "running_var", running_var);
   check_device(op, input, "weight", weight);

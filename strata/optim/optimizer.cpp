@@ -35,6 +35,11 @@ Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr)
     STRATA_CHECK(p.is_leaf(), InvalidArgumentError,
                  "{}: parameter {} is not a leaf tensor (it was computed by {}); optimise the leaves", name_, i,
                  p.grad_fn_name());
+    // A parameter listed twice would be stepped twice per step.
+    for (std::size_t j = 0; j < i; ++j) {
+      STRATA_CHECK(!params_[j].is_same(p), InvalidArgumentError, "{}: parameters {} and {} are the same tensor", name_,
+                   j, i);
+    }
   }
   set_lr(lr);
 }

@@ -167,6 +167,10 @@ TEST(Engine, GradientsMustMatchTheirTensor) {
   EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{1, 1}));
   const Tensor y = scale(leaf({1, 2}), 2);
   EXPECT_THROW(y.backward(tensor<int64_t>({1, 2})), DTypeError);
+  // A hook may change a gradient's values, not its shape.
+  Tensor z = leaf({1, 2, 3});
+  z.register_hook([](const Tensor&) { return zeros({7}, DType::F64); });
+  EXPECT_THROW(scale(z, 2).backward(ones({3}, DType::F64)), InvalidArgumentError);
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
+#include "strata/nn/init.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/random.h"
@@ -166,6 +168,23 @@ TEST_P(Normalization, LayerNormRejectsBadArguments) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, Normalization, ::testing::ValuesIn(testing::available_devices()),
                          [](const auto& info) { return testing::device_test_name(info.param); });
+
+TEST(NormalizationArguments, BatchNormMomentumOutsideZeroOneIsRefused) {
+  namespace F = nn::functional;
+  const Tensor x = ones({4, 2});
+  const Tensor mean = zeros({2}), var = ones({2});
+  EXPECT_THROW(F::batch_norm(x, mean, var, {}, {}, true, std::nan(""), 1e-5), InvalidArgumentError);
+  EXPECT_THROW(F::batch_norm(x, mean, var, {}, {}, true, 1.5, 1e-5), InvalidArgumentError);
+  EXPECT_NO_THROW(F::batch_norm(x, mean, var, {}, {}, true, 0.1, 1e-5));
+}
+
+TEST(InitArguments, InfiniteBoundsAreRefused) {
+  Tensor t = zeros({3});
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(nn::init::uniform_(t, 0.0, inf), InvalidArgumentError);
+  EXPECT_THROW(nn::init::normal_(t, 0.0, inf), InvalidArgumentError);
+  EXPECT_THROW(nn::init::normal_(t, std::nan(""), 1.0), InvalidArgumentError);
+}
 
 }  // namespace
 }  // namespace strata

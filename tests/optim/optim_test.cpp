@@ -253,6 +253,18 @@ TEST(Optim, RejectsBadHyperparameters) {
   EXPECT_THROW(optim::SGD({p}, optim::SGDOptions(0.1).weight_decay(inf)), InvalidArgumentError);
   EXPECT_THROW(optim::Adam({p}, optim::AdamOptions(0.1).eps(inf)), InvalidArgumentError);
   EXPECT_THROW(optim::Adam({p}, optim::AdamOptions(0.1).weight_decay(nan)), InvalidArgumentError);
+  // A parameter listed twice would be stepped twice.
+  EXPECT_THROW(optim::SGD({p, p}, 0.5), InvalidArgumentError);
+}
+
+TEST(Optim, ASharedModuleIsSteppedOnce) {
+  auto shared = std::make_shared<nn::Linear>(2, 2);
+  auto net = std::make_shared<nn::Sequential>();
+  net->push_back(shared);
+  net->push_back(shared);  // tied weights
+  EXPECT_EQ(net->parameters().size(), 2u);
+  EXPECT_EQ(net->named_parameters().size(), 4u);  // both names stay, as in a state dict
+  EXPECT_NO_THROW(optim::SGD(net->parameters(), 0.1));
 }
 
 std::vector<double> lrs(optim::LRScheduler& scheduler, optim::Optimizer& opt, int epochs) {
