@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
@@ -123,10 +124,16 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurs
 std::vector<Tensor> Module::parameters(bool recurse) const {
   // Each tensor once, as PyTorch's parameters(): a module shared by two places (tied weights) holds the same
   // parameters under two names, and an optimizer must step them once.
+  // Found through their storage, so that zero_grad() on a large model stays linear in its parameter count.
   std::vector<Tensor> out;
+  std::unordered_map<const Storage*, std::vector<std::size_t>> by_storage;
   for (auto& item : named_parameters(recurse)) {
-    const bool seen = std::any_of(out.begin(), out.end(), [&](const Tensor& t) { return t.is_same(item.second); });
-    if (!seen) out.push_back(std::move(item.second));
+    std::vector<std::size_t>& same_storage = by_storage[item.second.storage().get()];
+    const bool seen = std::any_of(same_storage.begin(), same_storage.end(),
+                                  [&](std::size_t i) { return out[i].is_same(item.second); });
+    if (seen) continue;
+    same_storage.push_back(out.size());
+    out.push_back(std::move(item.second));
   }
   return out;
 }
