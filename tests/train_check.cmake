@@ -57,6 +57,7 @@ elseif(CHECK STREQUAL "checkpoint_guard")
             --checkpoint ${WORK}/train-notes.txt)
   expect("exit 1 for an existing file" rc EQUAL 1)
   expect("the advice to resume or remove it" err MATCHES "train-notes.txt' exists. pass --resume")
+  expect("the tool named once" err MATCHES "^strata-train: error: --checkpoint '")
   file(READ "${WORK}/train-notes.txt" notes)
   expect("the file untouched" notes STREQUAL "precious\n")
   run_tool(${TRAIN} --device cpu --epochs 1 --train-images 64 --test-images 64

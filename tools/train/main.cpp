@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "strata/core/error.h"
 #include "strata/data/fashion_mnist.h"
@@ -165,7 +166,10 @@ int main(int argc, char** argv) {
       fmt::print("final test accuracy: {:.2f}%\n", 100 * final_accuracy);
     }
   } catch (const Error& e) {
-    fmt::print(stderr, "strata-train: error: {}\n", e.what());
+    // The training job's own messages already start with the tool's name.
+    std::string_view what = e.what();
+    if (what.starts_with("strata-train: ")) what.remove_prefix(std::string_view("strata-train: ").size());
+    fmt::print(stderr, "strata-train: error: {}\n", what);
     return 1;
   }
   return tools::stdout_written("strata-train") ? 0 : 1;
