@@ -1,5 +1,4 @@
 // The per-device allocators behind allocate(), memory_stats() and friends (declared at the end of allocator.h).
-#include <cmath>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -87,7 +86,7 @@ void set_memory_fraction(Device device, double fraction) {
   STRATA_CHECK(fraction > 0.0 && fraction <= 1.0, InvalidArgumentError,
                "set_memory_fraction: the fraction for {} must be in (0, 1], not {}", device, fraction);
   CachingAllocator& a = allocator(device);
-  a.set_limit(static_cast<std::size_t>(std::floor(fraction * static_cast<double>(total_memory(device)))));
+  a.set_limit(MemoryLimit{device, std::nullopt, fraction}.resolve(total_memory(device)));
 }
 
 void clear_memory_limit(Device device) { allocator(device).set_limit(std::nullopt); }

@@ -1,5 +1,6 @@
 #include "strata/runtime/memory_limit.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -152,7 +153,9 @@ std::string format_bytes(std::size_t bytes) {
 
 std::size_t MemoryLimit::resolve(std::size_t total_memory) const {
   if (bytes) return *bytes;
-  return static_cast<std::size_t>(std::floor(fraction.value_or(1.0) * static_cast<double>(total_memory)));
+  // At least one byte, as the smallest limit in bytes: a positive fraction is never "no memory at all".
+  return std::max<std::size_t>(
+      1, static_cast<std::size_t>(std::floor(fraction.value_or(1.0) * static_cast<double>(total_memory))));
 }
 
 std::vector<MemoryLimit> parse_memory_limits(std::string_view text) {

@@ -75,6 +75,7 @@ TEST(MemoryLimitParsing, NumberWithAPointAndNoUnitIsAFraction) {
   EXPECT_EQ(limits[0].resolve(8 * kGiB), 4 * kGiB);
   EXPECT_EQ(limits[1].resolve(8 * kGiB), 8 * kGiB);
   EXPECT_EQ(single_limit("cpu=1"), 1u);  // without the point it is bytes
+  EXPECT_EQ(single_limit("cpu=0.00000000000001"), 1u);  // a positive fraction is at least one byte, as cpu=1B
 }
 
 TEST(MemoryLimitParsing, DeviceEntryBeatsTheWholeTypeEntry) {
