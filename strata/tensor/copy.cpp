@@ -10,6 +10,7 @@
 #include "strata/tensor/factories.h"
 #include "strata/tensor/grad_hook.h"
 #include "strata/tensor/op_call.h"
+#include "strata/tensor/op_checks.h"
 
 namespace strata {
 
@@ -67,22 +68,27 @@ Tensor Tensor::clone() const {
 // contiguous() is differentiable through clone().
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
-namespace {
-
-// The first and one past the last element a view of `t` can touch, in its storage.
-std::pair<int64_t, int64_t> element_range(const Tensor& t) {
-  int64_t last = t.offset();
-  for (int64_t d = 0; d < t.dim(); ++d) last += (t.shape()[d] - 1) * t.strides()[d];
-  return {t.offset(), last + 1};
+void detail::check_writable(const char* op, const Tensor& self) {
+  const Shape& shape = self.shape();
+  const Strides& strides = self.strides();
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    STRATA_CHECK(strides[d] != 0 || shape[d] <= 1, InvalidArgumentError,
+                 "{}: self (shape {}, strides {}) has elements that share memory, so it cannot be written in place; "
+                 "clone() it first",
+                 op, self.shape(), self.strides());
+  }
 }
 
-}  // namespace
+bool detail::overlaps_elsewhere(const Tensor& self, const Tensor& other) {
+  return other.shares_storage(self) &&
+         !(other.offset() == self.offset() && other.shape() == self.shape() && other.strides() == self.strides());
+}
 
 // Note [Copies into overlapping memory]
-// A copy whose source and destination share memory would read elements it has already overwritten (shifting a
-// tensor by one with t.narrow(0, 1, n).copy_(t.narrow(0, 0, n)) gave all zeros), so such a source is read into a
-// temporary first. A destination whose elements share memory among themselves (an expanded tensor) has no
-// meaningful result and is refused, as PyTorch refuses it.
+// A copy whose source is another view of the destination's storage could read elements it has already overwritten
+// (shifting a tensor by one with t.narrow(0, 1, n).copy_(t.narrow(0, 0, n)) gave all zeros), so such a source is
+// read into a temporary first, as in-place binary ops do. A destination whose elements share memory among themselves
+// (an expanded tensor) has no meaningful result and is refused, as PyTorch refuses it.
 Tensor& Tensor::copy_(const Tensor& src) {
   STRATA_CHECK(defined() && src.defined(), InvalidArgumentError, "copy_: the {} is undefined",
                defined() ? "source" : "destination");
@@ -90,21 +96,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
   const TensorView src_view = src.view();
   ops::check_same_device("copy_", {&out_view, &src_view});
   if (numel() == 0) return *this;
-  for (int64_t d = 0; d < dim(); ++d) {
-    STRATA_CHECK(strides()[d] != 0 || shape()[d] == 1, InvalidArgumentError,
-                 "copy_: the destination (shape {}, strides {}) has several elements at one memory location "
-                 "(dimension {} has stride 0, as after expand); clone() it first",
-                 shape(), strides(), d);
-  }
-  if (src.storage() == storage() && src.numel() > 0) {
-    const auto [src_begin, src_end] = element_range(src);
-    const auto [out_begin, out_end] = element_range(*this);
-    const bool same_view = src.offset() == offset() && src.shape() == shape() && src.strides() == strides();
-    if (!same_view && src_begin < out_end && out_begin < src_end) {
-      Tensor copy = empty(src.shape(), TensorOptions(src.dtype()).device(src.device()));
-      copy.copy_(src);
-      return copy_(copy);
-    }
+  detail::check_writable("copy_", *this);
+  if (detail::overlaps_elsewhere(*this, src)) {
+    Tensor copy = empty(src.shape(), TensorOptions(src.dtype()).device(src.device()));
+    copy.copy_(src);
+    return copy_(copy);
   }
   copy_slot.get(device())(detail::op_call("copy_", device()), out_view, ops::broadcast_to("copy_", src_view, shape()));
   return *this;

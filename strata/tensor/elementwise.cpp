@@ -11,6 +11,7 @@
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/op_call.h"
+#include "strata/tensor/op_checks.h"
 
 namespace strata {
 
@@ -119,24 +120,6 @@ Tensor binary(const char* op, const ops::KernelSlot<Fn>& slot, const Tensor& a, 
   return binary_to(op, slot, a, b, compute, compute, false, extra...);
 }
 
-/// In-place ops write self, so self must not have elements that share memory (an expanded tensor).
-void check_writable(const char* op, const Tensor& self) {
-  const Shape& shape = self.shape();
-  const Strides& strides = self.strides();
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    STRATA_CHECK(strides[d] != 0 || shape[d] <= 1, InvalidArgumentError,
-                 "{}: self (shape {}, strides {}) has elements that share memory, so it cannot be written in place; "
-                 "clone() it first",
-                 op, self.shape(), self.strides());
-  }
-}
-
-/// Whether `other` reads memory of `self` at other positions than self's own elements (a += a.t()).
-bool overlaps_elsewhere(const Tensor& self, const Tensor& other) {
-  return other.shares_storage(self) &&
-         !(other.offset() == self.offset() && other.shape() == self.shape() && other.strides() == self.strides());
-}
-
 /// self = kernel(self, other, extra...) computed in `compute`; the result must keep self's shape and fit its dtype.
 template <typename Fn, typename... Extra>
 Tensor& binary_in_place(const char* op, const ops::KernelSlot<Fn>& slot, Tensor& self, const Tensor& other,
@@ -148,11 +131,11 @@ Tensor& binary_in_place(const char* op, const ops::KernelSlot<Fn>& slot, Tensor&
   STRATA_CHECK(can_cast(compute, self.dtype()), DTypeError,
                "{}: the result dtype {} (of self {} and other {}) cannot be stored in self's dtype {}", op, compute,
                self.dtype(), other.dtype(), self.dtype());
-  check_writable(op, self);
+  detail::check_writable(op, self);
   if (self.numel() == 0) return self;
   Tensor holder;
   const Tensor& b = in_dtype(other, compute, holder);
-  if (compute != self.dtype() || overlaps_elsewhere(self, b)) {
+  if (compute != self.dtype() || detail::overlaps_elsewhere(self, b)) {
     // Compute into new memory first, then store (converting to self's dtype).
     self.copy_(binary_to(op, slot, self, other, compute, compute, false, extra...));
     return self;
@@ -183,7 +166,7 @@ Tensor& unary_in_place(const char* op, const ops::KernelSlot<Fn>& slot, Tensor& 
   check_defined(op, self, 0);
   STRATA_CHECK(can_cast(compute, self.dtype()), DTypeError,
                "{}: the result dtype {} cannot be stored in self's dtype {}", op, compute, self.dtype());
-  check_writable(op, self);
+  detail::check_writable(op, self);
   if (self.numel() == 0) return self;
   if (compute != self.dtype()) {
     self.copy_(unary(op, slot, self, compute, compute, extra...));

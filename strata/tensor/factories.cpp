@@ -1,6 +1,5 @@
 #include "strata/tensor/factories.h"
 
-#include <cstdint>
 #include <cstring>
 
 #include "strata/core/error.h"
@@ -8,6 +7,7 @@
 #include "strata/runtime/registry.h"
 #include "strata/runtime/thread_cache.h"
 #include "strata/tensor/op_call.h"
+#include "strata/tensor/op_checks.h"
 
 namespace strata {
 
@@ -66,13 +66,8 @@ namespace {
 
 // As PyTorch: a value an integer tensor cannot hold is an error, not a wrapped or undefined number.
 void check_fits(const char* op, const Scalar& value, DType dtype) {
-  int64_t low = 0, high = 0;
-  switch (dtype) {
-    case DType::U8: low = 0, high = 255; break;
-    case DType::I32: low = INT32_MIN, high = INT32_MAX; break;
-    case DType::I64: low = INT64_MIN, high = INT64_MAX; break;
-    default: return;  // floating and bool tensors take any value
-  }
+  if (is_floating(dtype) || dtype == DType::Bool) return;  // they take any value
+  const auto [low, high] = detail::integral_range(dtype);
   const bool fits = value.is_floating() ? value.to_double() >= static_cast<double>(low) &&
                                               value.to_double() < static_cast<double>(high) + 1.0
                                         : value.to_int() >= low && value.to_int() <= high;

@@ -12,6 +12,7 @@
 #include "strata/runtime/registry.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/op_call.h"
+#include "strata/tensor/op_checks.h"
 
 namespace strata {
 
@@ -69,16 +70,6 @@ void check_floating(const char* op, DType dtype) {
                dtype);
 }
 
-// The values an integral dtype holds, as a closed range.
-std::pair<int64_t, int64_t> integral_range(DType dtype) {
-  switch (dtype) {
-    case DType::Bool: return {0, 1};
-    case DType::U8: return {0, 255};
-    case DType::I32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
-    default: return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
-  }
-}
-
 }  // namespace
 
 Generator& default_generator(Device device) {
@@ -110,7 +101,7 @@ Tensor randn(const Shape& shape, TensorOptions options) {
 Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options) {
   STRATA_CHECK(low < high, InvalidArgumentError, "randint: low ({}) must be below high ({})", low, high);
   if (is_integral(options.dtype_)) {
-    const auto [min, max] = integral_range(options.dtype_);
+    const auto [min, max] = detail::integral_range(options.dtype_);
     STRATA_CHECK(low >= min && high - 1 <= max, InvalidArgumentError,
                  "randint: the range [{}, {}) does not fit dtype {}, which holds [{}, {}]", low, high, options.dtype_,
                  min, max);

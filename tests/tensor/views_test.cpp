@@ -377,7 +377,7 @@ TEST(CopyIntoOverlappingMemory, ReadsTheSourceBeforeWriting) {
   EXPECT_EQ(u.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 4}));
   // A destination whose elements share memory has no meaningful result.
   EXPECT_CONTAINS(error_of<InvalidArgumentError>([] { (void)zeros({1}).expand({4}).copy_(arange(4, DType::F32)); }),
-                  "several elements at one memory location");
+                  "has elements that share memory");
 }
 
 }  // namespace
