@@ -1,8 +1,9 @@
 #pragma once
 
 // Elementwise ops written once: the math of each op is a functor (elementwise_math.h), the loops below apply it
-// to strided operands on any device. Instantiated by backends/cpu/elementwise_ops.cpp (host) and
-// backends/cuda/elementwise_ops.cu (device). Operands arrive promoted and broadcast (ops/elementwise_kernels.h).
+// to strided operands on any device. Instantiated by backends/cpu/elementwise_ops.cpp (host) and by
+// backends/cuda/elementwise_*.cu, a family each (device; Note [Elementwise families]). Operands arrive promoted
+// and broadcast (ops/elementwise_kernels.h).
 //
 // Note [Elementwise loops]
 // On a GPU (kernels::forall) a thread takes kPack consecutive elements of contiguous operands, read and written as
@@ -418,8 +419,14 @@ inline void where_kernel(const ops::OpCall& call, const TensorView& out, const T
   kernels::dispatch<WhereVisit>(a.dtype, site_of(call, call.op), out, cond, a, b);
 }
 
-/// Fills the elementwise rows of the op table for one device type (called once by each backend).
-inline void register_elementwise_kernels(DeviceType type) {
+// Note [Elementwise families]
+// The rows of the op table are registered by family, and each family instantiates only its own loops: nvcc compiles
+// every loop for every dtype and GPU architecture, which made one translation unit for all of them the longest
+// step of a CUDA build (7 minutes). The CUDA backend compiles each family in its own .cu file, so a parallel build
+// runs them side by side; the CPU backend registers all of them from one file.
+
+/// add, mul, div, pow, maximum, minimum and relu_backward.
+inline void register_arithmetic_kernels(DeviceType type) {
   using ops::register_kernel;
   register_kernel<ops::AddFn>("add", type, add_kernel);
   register_kernel<ops::BinaryFn>("mul", type, Binary<MulOp>::kernel);
@@ -428,6 +435,11 @@ inline void register_elementwise_kernels(DeviceType type) {
   register_kernel<ops::BinaryFn>("maximum", type, Binary<MaxOp>::kernel);
   register_kernel<ops::BinaryFn>("relu_backward", type, Binary<ReluGradOp>::kernel);
   register_kernel<ops::BinaryFn>("minimum", type, Binary<MinOp>::kernel);
+}
+
+/// Comparisons and logical ops (bool results), and where.
+inline void register_comparison_kernels(DeviceType type) {
+  using ops::register_kernel;
   register_kernel<ops::BinaryFn>("eq", type, Binary<EqOp>::kernel);
   register_kernel<ops::BinaryFn>("ne", type, Binary<NeOp>::kernel);
   register_kernel<ops::BinaryFn>("lt", type, Binary<LtOp>::kernel);
@@ -435,25 +447,49 @@ inline void register_elementwise_kernels(DeviceType type) {
   register_kernel<ops::BinaryFn>("logical_and", type, Binary<AndOp>::kernel);
   register_kernel<ops::BinaryFn>("logical_or", type, Binary<OrOp>::kernel);
   register_kernel<ops::BinaryFn>("logical_xor", type, Binary<XorOp>::kernel);
+  register_kernel<ops::UnaryFn>("logical_not", type, Unary<NotOp>::kernel);
+  register_kernel<ops::WhereFn>("where", type, where_kernel);
+}
+
+/// Ops of a tensor and a scalar.
+inline void register_scalar_kernels(DeviceType type) {
+  using ops::register_kernel;
   register_kernel<ops::ScalarFn>("add_scalar", type, WithScalar<AddOp, false>::kernel);
   register_kernel<ops::ScalarFn>("rsub_scalar", type, WithScalar<SubOp, true>::kernel);
   register_kernel<ops::ScalarFn>("mul_scalar", type, WithScalar<MulOp, false>::kernel);
   register_kernel<ops::ScalarFn>("div_scalar", type, WithScalar<DivOp, false>::kernel);
   register_kernel<ops::ScalarFn>("rdiv_scalar", type, WithScalar<DivOp, true>::kernel);
   register_kernel<ops::ScalarFn>("pow_scalar", type, pow_scalar_kernel);
+}
+
+/// neg, abs, exp, log, sqrt and rsqrt.
+inline void register_unary_math_kernels(DeviceType type) {
+  using ops::register_kernel;
   register_kernel<ops::UnaryFn>("neg", type, Unary<NegOp>::kernel);
   register_kernel<ops::UnaryFn>("abs", type, Unary<AbsOp>::kernel);
   register_kernel<ops::UnaryFn>("exp", type, Unary<ExpOp>::kernel);
   register_kernel<ops::UnaryFn>("log", type, Unary<LogOp>::kernel);
   register_kernel<ops::UnaryFn>("sqrt", type, Unary<SqrtOp>::kernel);
   register_kernel<ops::UnaryFn>("rsqrt", type, Unary<RsqrtOp>::kernel);
+}
+
+/// Activations and clamp.
+inline void register_activation_kernels(DeviceType type) {
+  using ops::register_kernel;
   register_kernel<ops::UnaryFn>("tanh", type, Unary<TanhOp>::kernel);
   register_kernel<ops::UnaryFn>("sigmoid", type, Unary<SigmoidOp>::kernel);
   register_kernel<ops::UnaryFn>("relu", type, Unary<ReluOp>::kernel);
   register_kernel<ops::UnaryFn>("gelu", type, Unary<GeluOp>::kernel);
-  register_kernel<ops::UnaryFn>("logical_not", type, Unary<NotOp>::kernel);
   register_kernel<ops::ClampFn>("clamp", type, clamp_kernel);
-  register_kernel<ops::WhereFn>("where", type, where_kernel);
+}
+
+/// Every family above (Note [Elementwise families]).
+inline void register_elementwise_kernels(DeviceType type) {
+  register_arithmetic_kernels(type);
+  register_comparison_kernels(type);
+  register_scalar_kernels(type);
+  register_unary_math_kernels(type);
+  register_activation_kernels(type);
 }
 
 }  // namespace STRATA_KERNEL_NS

@@ -1,6 +1,6 @@
 #pragma once
 
-// Reductions, written once; instantiated by backends/cpu/reduce_ops.cpp and backends/cuda/reduce_ops.cu (softmax is
+// Reductions, written once; instantiated by backends/cpu/reduce_ops.cpp and backends/cuda/reduce_*.cu (softmax is
 // in softmax_ops.h, the accumulators in reduce_accumulators.h). The input is [kept..., reduced...] (see
 // Note [Reductions reduce trailing dims] in ops/reduce_kernels.h).
 //
@@ -405,38 +405,68 @@ void run_reduce(const kernels::LaunchSite& site, const TensorView& out, const Te
   }
 }
 
-template <typename T>
-struct ReduceDispatch {
-  static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& in,
-                  const ops::ReduceParams& p) {
-    using ops::ReduceOp;
-    switch (p.op) {
-      case ReduceOp::Sum:
-        return run_reduce<SumAcc<T>, T>(site, out, in, p);
-      case ReduceOp::Max:
-      case ReduceOp::Min:
-      case ReduceOp::ArgMax:
-      case ReduceOp::ArgMin:
-        return run_reduce<ExtremumAcc<T>, T>(site, out, in, p);
-      default:
-        break;
-    }
-    if constexpr (kIsFloating<T>) {
-      switch (p.op) {
-        case ReduceOp::Mean: return run_reduce<SumAcc<T>, T>(site, out, in, p);
-        case ReduceOp::Var: return run_reduce<VarAcc<T>, T>(site, out, in, p);
-        case ReduceOp::Norm: return run_reduce<NormAcc<T>, T>(site, out, in, p);
-        case ReduceOp::LogSumExp: return run_reduce<LogSumExpAcc<T>, T>(site, out, in, p);
-        default: break;
-      }
-    }
-    STRATA_THROW(DTypeError, "{}: not supported for dtype {}", site.op, dtype_of<T>);
+// Note [Reduction families]
+// The accumulators fall into three families, each instantiated for every dtype by reduce_family<F>. nvcc compiles
+// every pass of every accumulator for every dtype and GPU architecture, so the CUDA backend instantiates each
+// family in its own .cu file (reduce_*.cu) and a parallel build compiles them side by side; one file for all of
+// them was the second-longest step of a CUDA build. The CPU backend instantiates all three from one file.
+enum class ReduceFamily { Sum, Extremum, Moments };
+
+inline ReduceFamily family_of(ops::ReduceOp op) {
+  using ops::ReduceOp;
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Mean: return ReduceFamily::Sum;
+    case ReduceOp::Max:
+    case ReduceOp::Min:
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin: return ReduceFamily::Extremum;
+    default: return ReduceFamily::Moments;
   }
+}
+
+template <ReduceFamily F>
+struct ReduceFamilyDispatch {
+  template <typename T>
+  struct Visit {
+    static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& in,
+                    const ops::ReduceParams& p) {
+      using ops::ReduceOp;
+      if constexpr (F == ReduceFamily::Sum) {
+        if (p.op == ReduceOp::Sum || (kIsFloating<T> && p.op == ReduceOp::Mean)) {
+          return run_reduce<SumAcc<T>, T>(site, out, in, p);
+        }
+      } else if constexpr (F == ReduceFamily::Extremum) {
+        return run_reduce<ExtremumAcc<T>, T>(site, out, in, p);
+      } else if constexpr (kIsFloating<T>) {
+        switch (p.op) {
+          case ReduceOp::Var: return run_reduce<VarAcc<T>, T>(site, out, in, p);
+          case ReduceOp::Norm: return run_reduce<NormAcc<T>, T>(site, out, in, p);
+          case ReduceOp::LogSumExp: return run_reduce<LogSumExpAcc<T>, T>(site, out, in, p);
+          default: break;
+        }
+      }
+      STRATA_THROW(DTypeError, "{}: not supported for dtype {}", site.op, dtype_of<T>);
+    }
+  };
 };
+
+/// The reductions of one family for every dtype. Not inline, so that a translation unit can leave its
+/// instantiation to another (`extern template`, Note [Reduction families]).
+template <ReduceFamily F>
+void reduce_family(const kernels::LaunchSite& site, const TensorView& out, const TensorView& in,
+                   const ops::ReduceParams& params) {
+  kernels::dispatch<ReduceFamilyDispatch<F>::template Visit>(in.dtype, site, out, in, params);
+}
 
 inline void reduce_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in,
                           const ops::ReduceParams& params) {
-  kernels::dispatch<ReduceDispatch>(in.dtype, site_of(call, "reduce"), out, in, params);
+  const kernels::LaunchSite site = site_of(call, "reduce");
+  switch (family_of(params.op)) {
+    case ReduceFamily::Sum: return reduce_family<ReduceFamily::Sum>(site, out, in, params);
+    case ReduceFamily::Extremum: return reduce_family<ReduceFamily::Extremum>(site, out, in, params);
+    case ReduceFamily::Moments: return reduce_family<ReduceFamily::Moments>(site, out, in, params);
+  }
 }
 
 }  // namespace STRATA_KERNEL_NS

@@ -1,0 +1,6 @@
+// One family of elementwise ops per .cu file (Note [Elementwise families] in backends/portable/elementwise_ops.h).
+#include "strata/backends/portable/elementwise_ops.h"
+
+namespace strata {
+static const bool comparison_kernels_registered = (portable::register_comparison_kernels(DeviceType::CUDA), true);
+}  // namespace strata

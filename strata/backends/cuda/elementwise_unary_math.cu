@@ -1,0 +1,6 @@
+// One family of elementwise ops per .cu file (Note [Elementwise families] in backends/portable/elementwise_ops.h).
+#include "strata/backends/portable/elementwise_ops.h"
+
+namespace strata {
+static const bool unary_math_kernels_registered = (portable::register_unary_math_kernels(DeviceType::CUDA), true);
+}  // namespace strata

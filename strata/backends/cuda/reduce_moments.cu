@@ -1,0 +1,7 @@
+// The moments family of reductions (Note [Reduction families] in backends/portable/reduce_ops.h).
+#include "strata/backends/portable/reduce_ops.h"
+
+namespace strata::portable {
+template void reduce_family<ReduceFamily::Moments>(const kernels::LaunchSite&, const TensorView&, const TensorView&,
+                                                const ops::ReduceParams&);
+}  // namespace strata::portable
