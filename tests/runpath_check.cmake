@@ -1,0 +1,16 @@
+# Fails when the library's RUNPATH (or RPATH) has an empty entry, which the dynamic loader reads as the current
+# directory: a plugin would then load libraries from wherever the user happens to stand. Run with -DLIBRARY=<file>.
+find_program(READELF readelf REQUIRED)
+execute_process(COMMAND ${READELF} -d ${LIBRARY} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf -d ${LIBRARY} failed (${rc})")
+endif()
+string(REGEX MATCH "Library (runpath|rpath): \\[([^]\n]*)\\]" found "${dynamic}")
+if(NOT found)
+  message(FATAL_ERROR "${LIBRARY} has no RUNPATH, so it cannot find libstrata or the CUDA libraries")
+endif()
+set(path "${CMAKE_MATCH_2}")
+if(path MATCHES "^:|::|:$" OR path STREQUAL "")
+  message(FATAL_ERROR "${LIBRARY}'s RUNPATH '${path}' has an empty entry (the current directory)")
+endif()
+message(STATUS "${LIBRARY}: RUNPATH ${path}")
