@@ -1,10 +1,21 @@
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
 #include "strata/core/device.h"
 #include "strata/runtime/cuda.h"
+
+// A test that needs CUDA skips with this message where CUDA is unavailable. scripts/gpu-check fails on exactly these
+// skips (on a GPU machine they mean the plugin or the GPU was not found); any other skip reason is only listed.
+#define STRATA_SKIP_WITHOUT_CUDA()                                                                         \
+  do {                                                                                                     \
+    if (!::strata::cuda::is_available()) {                                                                 \
+      GTEST_SKIP() << "CUDA unavailable: " << ::strata::cuda::unavailable_reason();                        \
+    }                                                                                                      \
+  } while (false)
 
 namespace strata::testing {
 

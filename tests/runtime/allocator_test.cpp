@@ -316,9 +316,12 @@ TEST(DeviceAllocator, CpuAllocationsUseTheCurrentStream) {
 }
 
 TEST(DeviceAllocator, AbsentCudaDeviceIsUnavailable) {
-  if (cuda::is_available()) GTEST_SKIP() << "a GPU is present";
-  EXPECT_THROW(allocator(Device("cuda:0")), DeviceUnavailableError);
-  EXPECT_THROW(allocate(Device("cuda"), 16), DeviceUnavailableError);
+  // Without a GPU every CUDA device is absent; with one, the first index past the last device is.
+  const int absent = cuda::is_available() ? cuda::device_count() : 0;
+  EXPECT_THROW(allocator(Device(DeviceType::CUDA, absent)), DeviceUnavailableError);
+  if (!cuda::is_available()) {
+    EXPECT_THROW(allocate(Device("cuda"), 16), DeviceUnavailableError);
+  }
 }
 
 }  // namespace

@@ -19,12 +19,12 @@
 #include "strata/runtime/registry.h"
 #include "strata/runtime/stream.h"
 #include "strata/runtime/transfer.h"
+#include "test_devices.h"
 
 namespace strata {
 namespace {
 
-#define STRATA_REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << cuda::unavailable_reason()
+#define STRATA_REQUIRE_CUDA() STRATA_SKIP_WITHOUT_CUDA()
 
 const Device kGpu0("cuda:0");
 
@@ -106,7 +106,7 @@ TEST(CudaAvailability, ReasonIsGivenExactlyWhenNoGpuIsUsable) {
 
 TEST(CudaPlugin, EntryPointCreatesABackendOrSaysWhyNot) {
   const auto path = find_plugin();
-  if (path.empty()) GTEST_SKIP() << "this build has no CUDA plugin: " << cuda::unavailable_reason();
+  if (path.empty()) GTEST_SKIP() << "CUDA unavailable: this build has no CUDA plugin: " << cuda::unavailable_reason();
   // The registry may have loaded it already; dlopen then hands back the same library.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << dlerror();

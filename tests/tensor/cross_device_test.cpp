@@ -88,7 +88,7 @@ INSTANTIATE_TEST_SUITE_P(Gpus, CrossDevice, ::testing::ValuesIn(gpu_devices()),
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CrossDevice);
 
 TEST(CrossDeviceOnThisMachine, RunsWhereAGpuIsPresent) {
-  if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason();
+  STRATA_SKIP_WITHOUT_CUDA();
   EXPECT_FALSE(gpu_devices().empty());
 }
 

@@ -17,8 +17,7 @@
 namespace strata {
 namespace {
 
-#define STRATA_REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "CUDA unavailable: " << cuda::unavailable_reason()
+#define STRATA_REQUIRE_CUDA() STRATA_SKIP_WITHOUT_CUDA()
 
 const Device kGpu0(DeviceType::CUDA, 0);
 

@@ -258,7 +258,7 @@ INSTANTIATE_TEST_SUITE_P(Devices, Factories, ::testing::ValuesIn(testing::availa
 // --- the same numbers on every device ---
 
 TEST(RandomAcrossDevices, CpuAndCudaGiveIdenticalNumbersForTheSameSeed) {
-  if (!cuda::is_available()) GTEST_SKIP() << "CUDA unavailable: " << cuda::unavailable_reason();
+  STRATA_SKIP_WITHOUT_CUDA();
   const Device gpu(DeviceType::CUDA, 0);
   const Shape shape{100003};  // not a multiple of the values per block
   for (DType dtype : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
