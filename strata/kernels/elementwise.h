@@ -36,15 +36,52 @@ STRATA_HOST_DEVICE inline To convert(From x) {
   }
 }
 
+/// n / d for a divisor d fixed in advance, as a multiply-high, an add and a shift (Granlund and Montgomery, as
+/// PyTorch's IntDivider). Valid for n and d below 2^31. A GPU has no integer divider: a 64-bit division is a
+/// subroutine of dozens of instructions, and a strided kernel paid one per dimension per element.
+struct FastDivider {
+  std::uint32_t divisor = 1;
+  std::uint32_t multiplier = 0;
+  std::uint32_t shift = 0;
+
+  FastDivider() = default;
+  explicit FastDivider(std::uint32_t d) : divisor(d) {
+    while (shift < 32 && (std::uint64_t{1} << shift) < d) ++shift;
+    const std::uint64_t one = 1;
+    multiplier = static_cast<std::uint32_t>(((one << 32) * ((one << shift) - d)) / d + 1);
+  }
+  STRATA_HOST_DEVICE std::uint32_t div(std::uint32_t n) const {
+#if defined(__CUDA_ARCH__)
+    const std::uint32_t high = __umulhi(n, multiplier);
+#else
+    const auto high = static_cast<std::uint32_t>((static_cast<std::uint64_t>(n) * multiplier) >> 32);
+#endif
+    return (high + n) >> shift;
+  }
+};
+
 /// Maps a linear index over a shape to element offsets in N strided operands; device-copyable.
 template <int N>
 struct OffsetCalculator {
   int ndim = 0;
+  /// Every linear index fits 31 bits (numel < 2^31), so the index arithmetic takes `dividers`.
+  bool narrow = false;
   int64_t sizes[kMaxDims] = {};
   int64_t strides[N][kMaxDims] = {};
+  FastDivider dividers[kMaxDims];
 
   STRATA_HOST_DEVICE void offsets(int64_t linear, int64_t (&out)[N]) const {
     for (int k = 0; k < N; ++k) out[k] = 0;
+    if (narrow) {
+      auto rest = static_cast<std::uint32_t>(linear);
+      for (int d = ndim - 1; d >= 0; --d) {
+        const std::uint32_t quotient = dividers[d].div(rest);
+        const int64_t idx = rest - quotient * dividers[d].divisor;
+        rest = quotient;
+        for (int k = 0; k < N; ++k) out[k] += idx * strides[k][d];
+      }
+      return;
+    }
     for (int d = ndim - 1; d >= 0; --d) {
       const int64_t idx = linear % sizes[d];
       linear /= sizes[d];
@@ -82,6 +119,12 @@ OffsetCalculator<N> make_offset_calculator(const TensorView* const (&views)[N]) 
   for (int i = 0; i < count; ++i) {  // back to outermost-first order
     calc.sizes[i] = merged_sizes[count - 1 - i];
     for (int k = 0; k < N; ++k) calc.strides[k][i] = merged_strides[k][count - 1 - i];
+  }
+  int64_t numel = 1;
+  for (int i = 0; i < count; ++i) numel *= calc.sizes[i];
+  calc.narrow = numel > 0 && numel < (int64_t{1} << 31);
+  if (calc.narrow) {
+    for (int i = 0; i < count; ++i) calc.dividers[i] = FastDivider(static_cast<std::uint32_t>(calc.sizes[i]));
   }
   return calc;
 }
