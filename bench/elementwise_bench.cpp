@@ -5,7 +5,8 @@
 //       and written (12 per element);
 //   (2) the same through strata::add, which allocates the result each time (from the caching allocator);
 //   (3) the cost of one op on 16-element tensors, in ns per op, with its parts for comparison: empty() alone and
-//       the kernel alone through the op table;
+//       the kernel alone through the op table; index_select, whose kernel carries a device-side assert; and
+//       current_stream(), the lookup of the stream that new work goes to;
 // and the same on cuda:0 when a GPU is available (timed with events, or synchronised every batch).
 
 #include <benchmark/benchmark.h>
@@ -192,16 +193,32 @@ Tensor tiny_add_in_place(const Operands& x) {
   return strata::add_(c, x.b);
 }
 
+/// An op whose kernel registers a device-side assert site and takes its stream's error slot at every launch.
+void tiny_index_select(benchmark::State& state, Device device) {
+  if (!device.is_cpu() && !have_gpu(state)) return;
+  const Tensor index = strata::tensor<int64_t>({3, 0, 15, 7}).to(device);
+  tiny(state, device, [&index](const Operands& x) { return strata::index_select(x.a, 0, index); });
+}
+
+void current_stream(benchmark::State& state, Device device) {
+  if (!device.is_cpu() && !have_gpu(state)) return;
+  for (auto _ : state) benchmark::DoNotOptimize(strata::current_stream(device).native());
+}
+
 void BM_TinyEmpty(benchmark::State& state) { tiny(state, strata::kCPU, tiny_empty); }
 void BM_TinyAdd(benchmark::State& state) { tiny(state, strata::kCPU, tiny_add); }
 void BM_TinyAddKernel(benchmark::State& state) { tiny(state, strata::kCPU, tiny_add_kernel); }
 void BM_TinyAddInPlace(benchmark::State& state) { tiny(state, strata::kCPU, tiny_add_in_place); }
 void BM_TinyAddScalar(benchmark::State& state) { tiny(state, strata::kCPU, tiny_add_scalar); }
 void BM_TinyExp(benchmark::State& state) { tiny(state, strata::kCPU, tiny_exp); }
+void BM_TinyIndexSelect(benchmark::State& state) { tiny_index_select(state, strata::kCPU); }
+void BM_CurrentStream(benchmark::State& state) { current_stream(state, strata::kCPU); }
 void BM_CudaTinyEmpty(benchmark::State& state) { tiny(state, kGpu, tiny_empty); }
 void BM_CudaTinyAdd(benchmark::State& state) { tiny(state, kGpu, tiny_add); }
 void BM_CudaTinyAddKernel(benchmark::State& state) { tiny(state, kGpu, tiny_add_kernel); }
 void BM_CudaTinyAddScalar(benchmark::State& state) { tiny(state, kGpu, tiny_add_scalar); }
+void BM_CudaTinyIndexSelect(benchmark::State& state) { tiny_index_select(state, kGpu); }
+void BM_CudaCurrentStream(benchmark::State& state) { current_stream(state, kGpu); }
 
 BENCHMARK(BM_PlainLoop)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PlainLoopOpenMP)->UseRealTime()->Unit(benchmark::kMillisecond);
@@ -217,9 +234,13 @@ BENCHMARK(BM_TinyAddKernel)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_TinyAddInPlace)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_TinyAddScalar)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_TinyExp)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_TinyIndexSelect)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_CurrentStream)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_CudaTinyEmpty)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CudaTinyAdd)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CudaTinyAddKernel)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CudaTinyAddScalar)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CudaTinyIndexSelect)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CudaCurrentStream)->Unit(benchmark::kNanosecond);
 
 }  // namespace

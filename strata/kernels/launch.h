@@ -66,19 +66,30 @@ struct LaunchSite {
   mutable DeviceAssertSlot* slot_ = nullptr;
 };
 
-/// Records the first failure in the launch's slot; later failures leave it alone (one report per failure).
+/// Records the first failure in the launch's slot; later failures leave it alone (one report per failure). The slot
+/// is marked recorded only after its fields are written (Note [Device-side asserts]).
 STRATA_HOST_DEVICE inline void report_assert(const KernelAssertContext& ctx, int64_t index, double value,
                                              double bound) {
+  DeviceAssertSlot* slot = ctx.slot;
 #if defined(__CUDA_ARCH__)
-  if (atomicCAS(&ctx.slot->failed, 0u, 1u) == 0u) {
+  if (atomicCAS(&slot->failed, kAssertSlotFree, kAssertSlotWriting) != kAssertSlotFree) return;
 #else
-  if (__atomic_exchange_n(&ctx.slot->failed, 1u, __ATOMIC_ACQ_REL) == 0u) {
-#endif
-    ctx.slot->site = ctx.site;
-    ctx.slot->index = index;
-    ctx.slot->value = value;
-    ctx.slot->bound = bound;
+  unsigned int expected = kAssertSlotFree;
+  if (!__atomic_compare_exchange_n(&slot->failed, &expected, kAssertSlotWriting, false, __ATOMIC_ACQUIRE,
+                                   __ATOMIC_RELAXED)) {
+    return;
   }
+#endif
+  slot->site = ctx.site;
+  slot->index = index;
+  slot->value = value;
+  slot->bound = bound;
+#if defined(__CUDA_ARCH__)
+  __threadfence_system();  // the host reads the fields once it sees the state, over PCIe
+  atomicExch(&slot->failed, static_cast<unsigned int>(kAssertSlotRecorded));
+#else
+  __atomic_store_n(&slot->failed, kAssertSlotRecorded, __ATOMIC_RELEASE);
+#endif
 }
 
 /// Adds to *address atomically on the host and on the device.
@@ -107,8 +118,10 @@ namespace detail {
 }
 
 inline void after_cpu_launch(const LaunchSite& site) {
-  if (site.assert_slot_in_use() != nullptr && site.assert_slot_in_use()->failed != 0) {
-    check_device_asserts(site.device);
+  // Atomic: a kernel of another host thread on the same stream may be recording a failure in this slot right now.
+  const DeviceAssertSlot* slot = site.assert_slot_in_use();
+  if (slot != nullptr && __atomic_load_n(&slot->failed, __ATOMIC_ACQUIRE) != kAssertSlotFree) {
+    check_stream_asserts(site.device, site.stream);
   }
 }
 
@@ -166,7 +179,7 @@ inline void after_gpu_launch(const LaunchSite& site) {
     const cudaError_t sync = cudaStreamSynchronize(static_cast<cudaStream_t>(site.stream));
     STRATA_CHECK(sync == cudaSuccess, BackendError, "kernel '{}' of op '{}' on {} failed: {} ({})", site.kernel,
                  site.op, site.device, cudaGetErrorName(sync), cudaGetErrorString(sync));
-    check_device_asserts(site.device);
+    check_stream_asserts(site.device, site.stream);
   }
 }
 #endif

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -17,13 +18,30 @@ namespace strata {
 
 namespace {
 
+// Note [Finding a backend without a lock]
+// Every op asks for its device's backend (current_stream, the allocator, Stream::synchronize), from any thread, so
+// find_backend reads an atomic pointer and takes no lock. Installing one is rare (the CPU backend at start-up, the
+// CUDA plugin once, tests and embedders) and goes through the mutex. A replaced backend is retired, not destroyed:
+// a thread may still be using the pointer it read a moment before. Retired backends are destroyed at exit, with the
+// registry.
 struct Registry {
-  std::mutex mutex;
-  std::array<std::unique_ptr<Backend>, kDeviceTypeCount> backends;
+  std::mutex mutex;  // guards `installed`, `reasons` and installing
+  std::array<std::atomic<Backend*>, kDeviceTypeCount> backends{};
+  std::vector<std::unique_ptr<Backend>> installed;  // owns every backend ever installed, retired ones included
   std::array<std::string, kDeviceTypeCount> reasons;
   std::once_flag cuda_once;
 
-  Registry() { backends[static_cast<int>(DeviceType::CPU)] = make_cpu_backend(); }
+  Registry() { install(DeviceType::CPU, make_cpu_backend()); }
+  // Newest first, the reverse of installing, as members are destroyed: the CUDA plugin goes before the CPU backend.
+  ~Registry() {
+    while (!installed.empty()) installed.pop_back();
+  }
+
+  /// Called with the mutex held (or from the constructor).
+  void install(DeviceType type, std::unique_ptr<Backend> backend) {
+    backends[static_cast<int>(type)].store(backend.get(), std::memory_order_release);
+    if (backend) installed.push_back(std::move(backend));
+  }
 };
 
 Registry& registry() {
@@ -101,9 +119,8 @@ void ensure_loaded(Registry& r, DeviceType type) {
     std::string reason;
     auto loaded = load_cuda_plugin(reason);
     std::lock_guard lock(r.mutex);
-    auto& slot = r.backends[static_cast<int>(DeviceType::CUDA)];
-    if (slot) return;  // a test or an embedder registered one already
-    slot = std::move(loaded);
+    if (r.backends[static_cast<int>(DeviceType::CUDA)].load() != nullptr) return;  // a test or an embedder was first
+    r.install(DeviceType::CUDA, std::move(loaded));
     r.reasons[static_cast<int>(DeviceType::CUDA)] = reason;
   });
 }
@@ -113,15 +130,14 @@ void ensure_loaded(Registry& r, DeviceType type) {
 Backend* find_backend(DeviceType type) {
   auto& r = registry();
   ensure_loaded(r, type);
-  std::lock_guard lock(r.mutex);
-  return r.backends[static_cast<int>(type)].get();
+  return r.backends[static_cast<int>(type)].load(std::memory_order_acquire);
 }
 
 std::string unavailable_reason(DeviceType type) {
   auto& r = registry();
   ensure_loaded(r, type);
   std::lock_guard lock(r.mutex);
-  if (r.backends[static_cast<int>(type)]) return {};
+  if (r.backends[static_cast<int>(type)].load() != nullptr) return {};
   const auto& reason = r.reasons[static_cast<int>(type)];
   return reason.empty() ? fmt::format("no {} backend is registered", device_type_name(type)) : reason;
 }
@@ -162,7 +178,7 @@ Backend& backend(Device device) {
 void register_backend(DeviceType type, std::unique_ptr<Backend> backend) {
   auto& r = registry();
   std::lock_guard lock(r.mutex);
-  r.backends[static_cast<int>(type)] = std::move(backend);
+  r.install(type, std::move(backend));
   r.reasons[static_cast<int>(type)].clear();
 }
 

@@ -23,7 +23,8 @@ Device resolve(Device device);
 /// Throws DeviceUnavailableError naming the device and the reason when `device` cannot be used.
 void check_device(Device device);
 
-/// Installs a backend for a type, replacing any earlier one (used by plugins and by tests).
+/// Installs a backend for a type, replacing any earlier one (used by plugins and by tests); the earlier one lives on
+/// until exit, as another thread may still be using it (Note [Finding a backend without a lock]).
 void register_backend(DeviceType type, std::unique_ptr<Backend> backend);
 
 }  // namespace strata

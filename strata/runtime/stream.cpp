@@ -37,7 +37,7 @@ Stream Stream::create(Device device) {
 void Stream::synchronize() const {
   note_synchronization(device_, "Stream::synchronize");
   backend(device_).synchronize_stream(backend_index(device_), native_);
-  check_device_asserts(device_);
+  check_stream_asserts(device_, native_);
 }
 
 bool Stream::query() const { return backend(device_).query_stream(backend_index(device_), native_); }
@@ -48,10 +48,15 @@ void Stream::wait(const Event& event) const {
   backend(device_).wait_event(backend_index(device_), native_, event.native());
 }
 
+// Lock-free: the streams are this thread's, and the backend lookup of resolve and default_stream reads an atomic
+// (Note [Finding a backend without a lock]).
 Stream current_stream(Device device) {
   device = resolve(device);
   auto& streams = streams_of_this_thread();
-  if (auto it = streams.find(device); it != streams.end()) return it->second;
+  // Most threads never set a stream; skipping the lookup then saves hashing the device.
+  if (!streams.empty()) {
+    if (auto it = streams.find(device); it != streams.end()) return it->second;
+  }
   return Stream::default_stream(device);
 }
 
@@ -84,13 +89,17 @@ Event::~Event() {
 }
 
 Event::Event(Event&& other) noexcept
-    : device_(other.device_), native_(std::exchange(other.native_, nullptr)), recorded_(other.recorded_) {}
+    : device_(other.device_),
+      native_(std::exchange(other.native_, nullptr)),
+      recorded_on_(other.recorded_on_),
+      recorded_(other.recorded_) {}
 
 Event& Event::operator=(Event&& other) noexcept {
   if (this != &other) {
     if (native_ != nullptr) backend(device_).destroy_event(backend_index(device_), native_);
     device_ = other.device_;
     native_ = std::exchange(other.native_, nullptr);
+    recorded_on_ = other.recorded_on_;
     recorded_ = other.recorded_;
   }
   return *this;
@@ -100,6 +109,7 @@ void Event::record(const Stream& stream) {
   STRATA_CHECK(stream.device() == device_, DeviceMismatchError,
                "Event::record: the event is on {} but the stream is on {}", device_, stream.device());
   backend(device_).record_event(backend_index(device_), native_, stream.native());
+  recorded_on_ = stream.native();
   recorded_ = true;
 }
 
@@ -108,7 +118,8 @@ void Event::record() { record(current_stream(device_)); }
 void Event::synchronize() const {
   note_synchronization(device_, "Event::synchronize");
   backend(device_).synchronize_event(backend_index(device_), native_);
-  check_device_asserts(device_);
+  // The work before the event on its stream is done; an unrecorded event waited for nothing.
+  if (recorded_) check_stream_asserts(device_, recorded_on_);
 }
 
 bool Event::query() const { return backend(device_).query_event(backend_index(device_), native_); }

@@ -22,7 +22,8 @@ class Stream {
   NativeStream native() const { return native_; }
   bool is_default() const { return native_ == nullptr; }
 
-  /// Blocks the host until all work queued so far has finished (counted as a synchronisation).
+  /// Blocks the host until all work queued so far has finished (counted as a synchronisation), then reports a
+  /// device-side assert recorded on this stream (not on others: their work may still run).
   void synchronize() const;
   /// True when all queued work has finished.
   bool query() const;
@@ -41,8 +42,8 @@ class Stream {
 
 /// The stream new work on `device` goes to on this thread (the default stream unless a StreamGuard is active).
 Stream current_stream(Device device);
-/// The native handle of current_stream(device), without building a Stream or checking the device (the allocator
-/// asks on every allocation).
+/// The native handle of current_stream(device), without building a Stream or checking the device (every op and every
+/// allocation asks).
 NativeStream current_native_stream(Device device);
 void set_current_stream(const Stream& stream);
 
@@ -73,6 +74,7 @@ class Event {
   void record(const Stream& stream);
   /// Records on the device's current stream.
   void record();
+  /// Waits for the recorded work, then reports a device-side assert recorded on the stream it was recorded on.
   void synchronize() const;
   bool query() const;
   /// Milliseconds from `start` to this event; both must have been recorded and completed.
@@ -81,10 +83,11 @@ class Event {
  private:
   Device device_;
   NativeEvent native_ = nullptr;
+  NativeStream recorded_on_ = nullptr;  // the stream of the last record(), whose asserts synchronize() checks
   bool recorded_ = false;
 };
 
-/// Waits for all work on a device (counted as a synchronisation).
+/// Waits for all work on a device (counted as a synchronisation) and reports a device-side assert of any stream.
 void synchronize(Device device);
 
 }  // namespace strata

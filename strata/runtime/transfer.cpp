@@ -81,7 +81,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   const Device gpu_side = src_device.is_cpu() ? dst_device : src_device;
   if (blocking) note_synchronization(gpu_side, "copy");
   backend(gpu_side).copy(dst, dst_device, src, src_device, bytes, stream, blocking);
-  if (blocking) check_device_asserts(gpu_side);
+  if (blocking) check_stream_asserts(gpu_side, stream);  // only this stream is known to be done
 }
 
 SyncDebugMode sync_debug_mode() { return sync_mode().load(); }

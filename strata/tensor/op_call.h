@@ -7,10 +7,11 @@
 
 namespace strata::detail {
 
-/// The OpCall for running `op` on `device`'s current stream.
+/// The OpCall for running `op` on `device`'s current stream. `device` is a tensor's, so it exists: the handle is
+/// read without building a Stream (whose copy would touch a shared reference count on every op).
 inline ops::OpCall op_call(const char* op, Device device,
                            std::source_location where = std::source_location::current()) {
-  return {op, device, device.is_cpu() ? nullptr : current_stream(device).native(), where};
+  return {op, device, device.is_cpu() ? nullptr : current_native_stream(device), where};
 }
 
 }  // namespace strata::detail
