@@ -12,7 +12,6 @@
 #include "strata/core/error.h"
 #include "strata/data/sampling.h"
 #include "strata/runtime/registry.h"
-#include "strata/runtime/stream.h"
 #include "strata/tensor/factories.h"
 
 namespace strata::data {
@@ -21,14 +20,11 @@ namespace strata::data {
 // With prefetch, a background thread prepares the next batches in host memory (pinned when pin_memory is set)
 // while the consumer works, so in the steady state a batch is ready when asked for. The consumer's thread then
 // copies it with to(device, non_blocking): from pinned memory that only enqueues the copy on the consumer's current
-// stream, ahead of the work that will use it, and returns. The pinned buffer must outlive the copy, and the pinned
-// allocator would hand a freed buffer to the next batch at once, so the loader keeps each buffer, with an event
-// recorded after its copy, until the event has passed. At most kMaxInFlight buffers are kept; beyond that the loader
-// waits for the oldest copy, which bounds pinned memory when the device falls far behind.
+// stream, ahead of the work that will use it, and returns. The loader drops the host batch at once: the copy has
+// recorded its stream on the pinned buffers, so the pinned allocator does not hand them to a later batch before the
+// copy has run (Note [Memory used on other streams] in allocator.h).
 
 namespace {
-
-constexpr std::size_t kMaxInFlight = 4;
 
 int64_t dataset_size(const Dataset& dataset) {
   const int64_t n = dataset.size();
@@ -40,11 +36,6 @@ int64_t dataset_size(const Dataset& dataset) {
 struct Prepared {
   Example batch;
   std::exception_ptr error;
-};
-
-struct InFlight {
-  Event copied;
-  Example host;
 };
 
 // u8 images become f32 in [0, 1] in a new buffer. Other data is kept, or copied when a transform will see it (they
@@ -80,8 +71,6 @@ struct DataLoader::Epoch {
   bool stop = false;
   std::thread thread;
 
-  std::deque<InFlight> in_flight;
-
   ~Epoch() {
     {
       std::lock_guard lock(mutex);
@@ -89,19 +78,6 @@ struct DataLoader::Epoch {
     }
     not_full.notify_all();
     if (thread.joinable()) thread.join();
-    for (InFlight& f : in_flight) {
-      // The pinned buffers must outlive their copies. A destructor must not throw, and this wait may: under
-      // STRATA_SYNC_DEBUG=error it is refused, and a device assert from earlier work surfaces at it. Then it polls
-      // instead, and the error is left to the program's next synchronisation.
-      try {
-        f.copied.synchronize();
-      } catch (const Error&) {
-        try {
-          while (!f.copied.query()) std::this_thread::yield();
-        } catch (const Error&) {  // the device failed: no copy is running any more
-        }
-      }
-    }
   }
 };
 
@@ -239,20 +215,9 @@ bool DataLoader::next(Batch& out) {
   ++e.consumed;
   ++stats_.batches;
 
-  const Device device = options_.device;
-  out.data = host.data.to(device, options_.non_blocking);
-  out.target = host.target.to(device, options_.non_blocking);
-  if (!device.is_cpu() && options_.non_blocking && host.data.is_pinned()) {
-    // Keep the pinned buffers until their copies have run (see Note [Overlapping copies]).
-    while (!e.in_flight.empty() && e.in_flight.front().copied.query()) e.in_flight.pop_front();
-    if (e.in_flight.size() >= kMaxInFlight) {
-      e.in_flight.front().copied.synchronize();
-      e.in_flight.pop_front();
-    }
-    Event copied(device);
-    copied.record();
-    e.in_flight.push_back({std::move(copied), std::move(host)});
-  }
+  // The host batch may go as soon as its copies are queued (see Note [Overlapping copies]).
+  out.data = host.data.to(options_.device, options_.non_blocking);
+  out.target = host.target.to(options_.device, options_.non_blocking);
   return true;
 }
 

@@ -51,7 +51,7 @@ class DataLoader {
  public:
   /// Throws InvalidArgumentError for a null dataset or bad options, DeviceUnavailableError for an absent device.
   DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
-  /// Stops the background thread (after the batch it is preparing) and waits for copies still in flight.
+  /// Stops the background thread (after the batch it is preparing).
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;

@@ -1,4 +1,5 @@
-// The caching allocator: see Note [The caching allocator] and Note [Why blocks are per stream] in allocator.h.
+// The caching allocator: see Note [The caching allocator] and Note [Why blocks are per stream] in allocator.h; the
+// record of blocks used on other streams is in stream_uses.cpp.
 #include "strata/runtime/allocator.h"
 
 #include <algorithm>
@@ -10,10 +11,12 @@
 #include <set>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "strata/core/error.h"
 #include "strata/runtime/memory_report.h"
 #include "strata/runtime/plugin.h"
+#include "strata/runtime/stream_uses.h"
 #include "strata/runtime/thread_cache.h"
 #include "strata/runtime/transfer.h"
 
@@ -60,6 +63,7 @@ struct Block {
   bool cached = false;        // in its pool, where a freed neighbour merges with it
   Block* prev = nullptr;
   Block* next = nullptr;
+  std::vector<StreamUse> stream_uses;  // while allocated: other streams it is used on
 };
 
 bool BlockOrder::operator()(const Block* a, const Block* b) const {
@@ -84,6 +88,7 @@ class BackendMemoryResource final : public MemoryResource {
   void* allocate(std::size_t bytes) override { return backend_.raw_allocate(index_, bytes); }
   void free(void* ptr, std::size_t bytes) override { backend_.raw_free(index_, ptr, bytes); }
   MemoryInfo memory_info() const override { return backend_.memory_info(index_); }
+  StreamEvents* stream_events() override { return &backend_stream_events(); }
 
  private:
   Backend& backend_;
@@ -107,6 +112,9 @@ struct CachingAllocator::State {
   // Freed small blocks not yet in their pool, oldest first (Note [Recently freed blocks]).
   std::array<Block*, 16> recent{};
   std::size_t recent_count = 0;
+  // Freed blocks that other streams may still use; null when the resource has no events (Note [Memory used on
+  // other streams]). Declared after `resource`, whose events it destroys when it goes.
+  std::unique_ptr<PendingFrees> pending;
   MemoryStats stats;
 
   static Block* new_block() { return new (ThreadCacheAllocator<Block>().allocate(1)) Block{}; }
@@ -218,9 +226,24 @@ struct CachingAllocator::State {
     return block;
   }
 
+  // Puts blocks whose other streams have finished with them in their pools; with `wait`, waits for all of them.
+  // True when some were put back.
+  bool return_pending(bool wait) {
+    if (pending == nullptr || pending->empty()) return false;
+    const std::vector<void*> done = wait ? pending->wait_all() : pending->take_completed();
+    for (void* opaque : done) {
+      auto* block = static_cast<Block*>(opaque);
+      add(stats.active_bytes, -as_signed(block->size));
+      add(stats.active_blocks, -1);
+      free_block(block);
+    }
+    return !done.empty();
+  }
+
   // Returns every cached segment that is wholly free to the backend; the bytes released.
   std::size_t release_cached_segments() {
     return_recent();
+    return_pending(false);
     std::size_t released = 0;
     for (Pool* pool : {&small_pool, &large_pool}) {
       for (auto it = pool->begin(); it != pool->end();) {
@@ -282,15 +305,16 @@ struct CachingAllocator::State {
     throw OutOfMemoryError(out_of_memory_message(report));
   }
 
-  // Gets a new segment for a block of `size` from the backend, checking the limit first; on failure releases the
-  // cache and tries once more, then throws OutOfMemoryError.
-  Block* reserve(Pool& pool, NativeStream stream, std::size_t requested, std::size_t size, const char* op) {
-    if (size > kMaxRequest) throw_out_of_memory(requested, requested, op, false);
+  // A new segment for a block of `size` from the backend, checking the limit first; on failure releases the cache
+  // and tries once more. Nullptr when that fails too, with `by_limit` telling whether the limit refused it.
+  Block* new_segment_for(Pool& pool, NativeStream stream, std::size_t size, bool& by_limit) {
+    by_limit = false;
     std::size_t bytes = segment_for(size);
     if (!fits_limit(bytes)) {
       if (release_cached_segments() > 0) ++stats.retries;
       bytes = segment_for(size);
-      if (!fits_limit(bytes)) throw_out_of_memory(requested, size, op, true);
+      by_limit = !fits_limit(bytes);
+      if (by_limit) return nullptr;
     }
     void* ptr = resource->allocate(bytes);
     if (ptr == nullptr && release_cached_segments() > 0) {
@@ -302,14 +326,42 @@ struct CachingAllocator::State {
       bytes = size;
       ptr = resource->allocate(bytes);
     }
-    if (ptr == nullptr) throw_out_of_memory(requested, size, op, false);
-    return new_segment(pool, stream, ptr, bytes);
+    return ptr != nullptr ? new_segment(pool, stream, ptr, bytes) : nullptr;
+  }
+
+  // A block for `size` when none is cached: a new segment, or once the blocks that other streams still use have
+  // been waited for, one of those or a segment released with them. Throws OutOfMemoryError when none of that works.
+  Block* reserve(Pool& pool, NativeStream stream, std::size_t requested, std::size_t size, const char* op) {
+    if (size > kMaxRequest) throw_out_of_memory(requested, requested, op, false);
+    bool by_limit = false;
+    if (Block* block = new_segment_for(pool, stream, size, by_limit)) return block;
+    if (return_pending(true)) {
+      if (Block* block = take_cached(pool, stream, size)) return block;
+      if (Block* block = new_segment_for(pool, stream, size, by_limit)) return block;
+    }
+    throw_out_of_memory(requested, size, op, by_limit);
+  }
+
+  // Records that work on `stream` of `device` uses the allocated `block`; see Note [Memory used on other streams].
+  void record_stream(Block* block, Device stream_device, NativeStream stream) {
+    if (pending == nullptr || (stream_device == device && stream == block->stream)) return;
+    for (const StreamUse& use : block->stream_uses) {
+      if (use.device == stream_device && use.stream == stream) return;
+    }
+    NativeEvent event = pending->take_event(stream_device);
+    try {
+      block->stream_uses.push_back({stream_device, stream, event});
+    } catch (...) {
+      pending->destroy_event(stream_device, event);
+      throw;
+    }
   }
 };
 
 CachingAllocator::CachingAllocator(std::unique_ptr<MemoryResource> resource) : state_(std::make_unique<State>()) {
   STRATA_CHECK(resource != nullptr, InvalidArgumentError, "CachingAllocator: the memory resource is null");
   state_->device = resource->device();
+  if (StreamEvents* events = resource->stream_events()) state_->pending = std::make_unique<PendingFrees>(*events);
   state_->resource = std::move(resource);
 }
 
@@ -323,7 +375,10 @@ CachingAllocator::~CachingAllocator() {
     // A backend that fails while shutting down keeps its memory; nothing else can be done in a destructor.
   }
   for (Block* head : state_->segments) {
-    for (Block* block = head; block != nullptr;) state_->delete_block(std::exchange(block, block->next));
+    for (Block* block = head; block != nullptr;) {
+      for (const StreamUse& use : block->stream_uses) state_->pending->destroy_event(use.device, use.event);
+      state_->delete_block(std::exchange(block, block->next));
+    }
   }
 }
 
@@ -333,6 +388,7 @@ DataPtr CachingAllocator::allocate(std::size_t bytes, NativeStream stream, const
   if (bytes == 0) return {};
   State& s = *state_;
   std::lock_guard lock(s.mutex);
+  s.return_pending(false);  // see Note [Memory used on other streams]
   const std::size_t size = bytes > kMaxRequest ? bytes : rounded_size(bytes);
   Pool& pool = size <= kSmallSize ? s.small_pool : s.large_pool;
   Block* block = &pool == &s.small_pool ? s.take_recent(stream, size) : nullptr;
@@ -356,16 +412,36 @@ void CachingAllocator::release(void* opaque) {
   std::lock_guard lock(s.mutex);
   auto* block = static_cast<Block*>(opaque);
   add(s.stats.allocated_bytes, -as_signed(rounded_size(block->requested)));
-  add(s.stats.active_bytes, -as_signed(block->size));
   add(s.stats.allocated_blocks, -1);
-  add(s.stats.active_blocks, -1);
   s.stats.requested_bytes -= as_signed(block->requested);
   block->requested = 0;
+  if (!block->stream_uses.empty()) {
+    // Active until the other streams have finished with it (Note [Memory used on other streams]).
+    try {
+      s.pending->add(block, std::exchange(block->stream_uses, {}));
+    } catch (...) {
+      // The block's events could not be recorded, so nothing will tell when those streams are done with it: it is
+      // never handed out again, as freeing memory that may still be read would be worse than leaking it.
+    }
+    return;
+  }
+  add(s.stats.active_bytes, -as_signed(block->size));
+  add(s.stats.active_blocks, -1);
   if (block->pool == &s.small_pool) {
     s.keep_recent(block);
   } else {
     s.free_block(block);
   }
+}
+
+void CachingAllocator::record_stream(void* block, Device device, NativeStream stream) {
+  STRATA_CHECK(device.is_cpu() || device.has_index(), InvalidArgumentError,
+               "record_stream: the stream's device must be concrete, not {} (resolve() names the current one)", device);
+  // Host memory may be used by any device's streams (pinned copies); device memory only by its own kind's.
+  STRATA_CHECK(state_->device.is_cpu() || device.type() == state_->device.type(), DeviceMismatchError,
+               "record_stream: memory on {} cannot be used by a stream of {}", state_->device, device);
+  std::lock_guard lock(state_->mutex);
+  state_->record_stream(static_cast<Block*>(block), device, stream);
 }
 
 void CachingAllocator::empty_cache() {
@@ -420,6 +496,10 @@ DataPtr& DataPtr::operator=(DataPtr&& other) noexcept {
     block_ = std::exchange(other.block_, nullptr);
   }
   return *this;
+}
+
+void DataPtr::record_stream(Device device, NativeStream stream) const {
+  if (owner_ != nullptr && block_ != nullptr) owner_->record_stream(block_, device, stream);
 }
 
 void DataPtr::reset() {

@@ -13,6 +13,20 @@
 
 namespace strata {
 
+/// Events on the streams that use a resource's memory, which tell the caching allocator when work queued there has
+/// finished (Note [Memory used on other streams]). `device` is concrete and names the device `stream` belongs to.
+class StreamEvents {
+ public:
+  virtual ~StreamEvents() = default;
+  virtual NativeEvent create(Device device) = 0;
+  virtual void destroy(Device device, NativeEvent event) noexcept = 0;
+  virtual void record(Device device, NativeEvent event, NativeStream stream) = 0;
+  /// True when the work queued on the stream before the event was recorded has finished.
+  virtual bool query(Device device, NativeEvent event) = 0;
+  /// Blocks the host until it has.
+  virtual void synchronize(Device device, NativeEvent event) = 0;
+};
+
 /// Raw memory of one device, as a caching allocator draws on it. Backends adapt to this; tests supply
 /// resources with a chosen capacity so that out-of-memory, limits and fragmentation are testable without a GPU.
 class MemoryResource {
@@ -23,6 +37,9 @@ class MemoryResource {
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void free(void* ptr, std::size_t bytes) = 0;
   virtual MemoryInfo memory_info() const = 0;
+  /// The events of the streams that may use this memory. The default, none, suits memory whose users have finished
+  /// with it whenever they return: recording a stream's use of it then does nothing.
+  virtual StreamEvents* stream_events() { return nullptr; }
 };
 
 /// The memory resource of a backend's device (used for real devices).
@@ -52,6 +69,10 @@ class DataPtr {
   Device device() const { return device_; }
   explicit operator bool() const { return ptr_ != nullptr; }
   void reset();
+  /// Tells the allocator that work queued on `stream` of `device` uses this memory, so that once freed it is not
+  /// handed out again before that work has finished (Note [Memory used on other streams]). The stream the memory
+  /// was allocated for needs no record; memory that no caching allocator owns is left alone.
+  void record_stream(Device device, NativeStream stream) const;
 
  private:
   void* ptr_ = nullptr;
@@ -67,12 +88,26 @@ class DataPtr {
 // requests under 10 MiB); a cached block bigger than the request is split, and freed neighbours in one segment are
 // merged again. Blocks are reused only on the stream they were allocated for (see Note [Why blocks are per
 // stream]). When the backend is out of memory, the allocator frees its whole cache of unused segments and tries
-// once more before throwing OutOfMemoryError. A limit, when set, is checked against reserved bytes before asking
+// once more, then waits for blocks that other streams still use (Note [Memory used on other streams]) and tries
+// again, before throwing OutOfMemoryError. A limit, when set, is checked against reserved bytes before asking
 // the backend.
 //
 // Note [Why blocks are per stream]
 // A freed block may still be read by kernels queued on its stream. Reusing it on the same stream is safe because
-// the stream runs in order; handing it to another stream would need an event. We keep the simple, safe rule.
+// the stream runs in order; handing it to another stream would need an event. We keep the simple, safe rule. Work
+// that other streams queue on a block is another matter: see Note [Memory used on other streams].
+//
+// Note [Memory used on other streams]
+// The stream a block was allocated for knows nothing of work that other streams queue on it: a tensor handed to a
+// side stream, a pinned buffer copied to a GPU without waiting (Tensor::to records the copy's stream itself). Such
+// uses are recorded with record_stream, as in PyTorch's CUDACachingAllocator. When a block with uses is freed, the
+// allocator records an event on each of those streams and keeps the block out of its pools until every event has
+// completed (for ever, if an event cannot be recorded). Completed events are looked for at each allocation and in
+// empty_cache, which does not wait: a block still in use stays reserved until a later call. An allocation that would
+// otherwise fail waits for every pending event (a counted synchronisation), as a wait beats an out-of-memory error.
+// Events come from a per-device pool, taken when a use is recorded (so a bad device fails there, not in a free)
+// and returned when they complete. A waiting block counts as reserved and active (a stream still uses it), not as
+// allocated. Recording the allocation stream does nothing; so does any record when the resource has no events.
 //
 // Note [Recently freed blocks]
 // Programs free and allocate blocks of the same sizes over and over (every op allocates its result). Merging a
@@ -96,7 +131,8 @@ class CachingAllocator {
   /// (defaults to the op running on this thread, see current_op()). Zero bytes gives an empty DataPtr.
   DataPtr allocate(std::size_t bytes, NativeStream stream = nullptr, const char* op = nullptr);
 
-  /// Returns every cached, unused segment to the backend.
+  /// Returns every cached, unused segment to the backend (not those of blocks that other streams may still use;
+  /// see Note [Memory used on other streams]).
   void empty_cache();
   MemoryStats stats() const;
   void reset_peak_stats();
@@ -111,6 +147,7 @@ class CachingAllocator {
  private:
   friend class DataPtr;
   void release(void* block);
+  void record_stream(void* block, Device device, NativeStream stream);
 
   struct State;
   std::unique_ptr<State> state_;

@@ -47,6 +47,7 @@ class Backend {
   virtual void raw_free(int index, void* ptr, std::size_t bytes) = 0;
 
   /// Page-locked host memory for fast and asynchronous host↔device copies (plain memory on the CPU backend).
+  /// Returns nullptr when the host cannot give or pin that much; throws BackendError otherwise.
   virtual void* allocate_pinned(std::size_t bytes) = 0;
   virtual void free_pinned(void* ptr) = 0;
 

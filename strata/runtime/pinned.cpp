@@ -1,6 +1,7 @@
 #include "strata/runtime/pinned.h"
 
 #include "strata/runtime/registry.h"
+#include "strata/runtime/stream_uses.h"
 
 namespace strata {
 
@@ -16,6 +17,8 @@ class PinnedResource final : public MemoryResource {
   void* allocate(std::size_t bytes) override { return backend_->allocate_pinned(bytes); }
   void free(void* ptr, std::size_t) override { backend_->free_pinned(ptr); }
   MemoryInfo memory_info() const override { return strata::backend(DeviceType::CPU).memory_info(0); }
+  // GPU streams copy from and to this memory after the calls that queue the copies return.
+  StreamEvents* stream_events() override { return &backend_stream_events(); }
 
  private:
   Backend* backend_;

@@ -5,7 +5,9 @@
 #include "strata/core/error.h"
 #include "strata/ops/checks.h"
 #include "strata/runtime/kernel_assert.h"
+#include "strata/runtime/plugin.h"
 #include "strata/runtime/registry.h"
+#include "strata/runtime/stream.h"
 #include "strata/runtime/transfer.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/grad_hook.h"
@@ -16,7 +18,15 @@ namespace strata {
 
 namespace {
 const ops::KernelSlot<ops::CopyFn> copy_slot("copy");
+
+// Makes the work queued on `waiter` from now on wait for the work queued so far on `done`, a stream of another device
+// (Stream::wait takes only events of the stream's own device).
+void wait_for(const Stream& waiter, const Stream& done) {
+  Event event(done.device());
+  event.record(done);
+  backend(waiter.device()).wait_event(backend_index(waiter.device()), waiter.native(), event.native());
 }
+}  // namespace
 
 Tensor Tensor::to(Device device, bool non_blocking) const {
   if (resolve(device) == this->device()) return *this;
@@ -40,18 +50,35 @@ Tensor Tensor::to(DType dtype) const {
 // A copy between devices moves the bytes of a contiguous tensor with one backend copy on the GPU side's current
 // stream, and is counted (runtime/transfer.h). Host-to-device copies are asynchronous only when asked for
 // (non_blocking) and the source is pinned, as in PyTorch; device-to-host copies always wait, so the values are
-// there when the call returns, and the wait is counted as a synchronisation.
+// there when the call returns, and the wait is counted as a synchronisation. An asynchronous copy records its stream
+// on the pinned source, so the source may be dropped at once: the pinned allocator does not hand its memory out
+// again before the copy has run (Note [Memory used on other streams] in allocator.h).
+//
+// Note [Copies between two GPUs]
+// Between two GPUs both sides are GPU sides. The source was written on its device's current stream and the output was
+// allocated on the destination's, where later work will read it; the backend's peer copy runs on one stream, of the
+// source's device (Backend::copy). So the copy goes on the source's current stream, behind the work that wrote the
+// source, after that stream has waited for an event recorded on the destination's current stream: work queued there
+// before may still use the memory the allocator handed to the output (Note [Why blocks are per stream]). Behind the
+// copy, the destination's current stream waits for an event in turn, so that work queued there later sees the copied
+// values, and the output's memory, once freed, is reused only after the copy. PyTorch orders its copies between GPUs
+// with the same two waits.
 Tensor Tensor::copy_to(Device device, bool non_blocking) const {
   STRATA_CHECK(defined(), InvalidArgumentError, "copy_to: the tensor is undefined");
   device = resolve(device);
   check_device(device);
   const Tensor src = contiguous();
   Tensor out = empty(shape(), TensorOptions(dtype()).device(device));
-  const Device gpu_side = device.is_cpu() ? src.device() : device;
+  const Device gpu_side = src.device().is_cpu() ? device : src.device();
+  const bool between_gpus = !src.device().is_cpu() && !device.is_cpu() && src.device() != device;
   const bool blocking = !(non_blocking && src.device().is_cpu() && src.is_pinned()) || device.is_cpu();
   NativeStream stream = gpu_side.is_cpu() ? nullptr : current_stream(gpu_side).native();
+  // Recorded before the copy is queued, so that no copy runs unrecorded when recording fails.
+  if (!blocking) src.storage()->data.record_stream(gpu_side, stream);
+  if (between_gpus) wait_for(current_stream(src.device()), current_stream(device));
   copy_bytes(out.data_ptr(), device, src.data_ptr(), src.device(), static_cast<std::size_t>(numel()) * element_size(),
              stream, blocking);
+  if (between_gpus) wait_for(current_stream(device), current_stream(src.device()));
   return out;
 }
 
@@ -116,6 +143,11 @@ Tensor Tensor::pin_memory() const {
 }
 
 bool Tensor::is_pinned() const { return storage() && storage()->pinned; }
+
+void Tensor::record_stream(const Stream& stream) const {
+  STRATA_CHECK(defined(), InvalidArgumentError, "record_stream: the tensor is undefined");
+  storage()->data.record_stream(stream.device(), stream.native());
+}
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {

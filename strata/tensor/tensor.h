@@ -28,6 +28,7 @@ struct Storage {
 };
 
 struct AutogradMeta;  // defined by the autograd layer (autograd/node.h)
+class Stream;         // runtime/stream.h
 
 /// What a Tensor handle points to: a view (dtype, shape, strides, offset) of a storage, plus autograd state.
 struct TensorImpl {
@@ -100,6 +101,10 @@ class Tensor {
   /// Host memory that the device can copy from asynchronously (a CPU tensor in pinned memory).
   Tensor pin_memory() const;
   bool is_pinned() const;
+  /// Says that work queued on `stream` uses this tensor's memory, so that when the tensor is freed the memory is not
+  /// handed out again before that work has run (as torch.Tensor.record_stream; see Note [Memory used on other
+  /// streams] in allocator.h). Non-blocking copies from pinned memory record their stream themselves.
+  void record_stream(const Stream& stream) const;
 
   // --- reading values on the host (synchronise, counted; tensor/copy.cpp) ---
   template <typename T>

@@ -75,6 +75,10 @@ class TestMemoryResource final : public MemoryResource {
     return counters_;
   }
 
+  /// Gives record_stream these events (none by default); set it before the allocator is made.
+  void set_stream_events(StreamEvents* events) { events_ = events; }
+  StreamEvents* stream_events() override { return events_; }
+
  private:
   static constexpr std::size_t kAlignment = 512;
   void release(void* ptr) const {
@@ -88,6 +92,7 @@ class TestMemoryResource final : public MemoryResource {
   std::uintptr_t next_address_ = std::uintptr_t{1} << 44;
   std::map<void*, std::size_t> live_;
   Counters counters_;
+  StreamEvents* events_ = nullptr;
 };
 
 /// A caching allocator over a TestMemoryResource (on cuda:0 by name), keeping a view of the resource's counters.

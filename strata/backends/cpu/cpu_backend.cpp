@@ -4,11 +4,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "strata/core/error.h"
@@ -91,11 +93,10 @@ class CpuBackend final : public Backend {
     }
   }
 
+  // Nullptr when the host has no memory left, as in raw_allocate; a zero-byte request still gets a pointer.
   void* allocate_pinned(std::size_t bytes) override {
-    void* p = std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-    STRATA_CHECK(p != nullptr || bytes == 0, OutOfMemoryError, "allocate_pinned: could not allocate {} bytes of host memory",
-                 bytes);
-    return p;
+    if (bytes > std::numeric_limits<std::size_t>::max() - kAlignment) return nullptr;  // rounding up would overflow
+    return std::aligned_alloc(kAlignment, std::max<std::size_t>((bytes + kAlignment - 1) / kAlignment, 1) * kAlignment);
   }
   void free_pinned(void* ptr) override { std::free(ptr); }
 

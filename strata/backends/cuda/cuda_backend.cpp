@@ -32,6 +32,13 @@ cudaStream_t to_cuda_stream(NativeStream stream) {
 
 cudaEvent_t to_cuda_event(NativeEvent event) { return static_cast<cudaEvent_t>(event); }
 
+// At process exit the runtime may already be unloading; device memory goes with the process then.
+bool runtime_unloading(cudaError_t error) {
+  if (error != cudaErrorCudartUnloading) return false;
+  (void)cudaGetLastError();
+  return true;
+}
+
 // "13.0" from CUDA's 13000.
 std::string version_text(int version) { return fmt::format("{}.{}", version / 1000, version % 1000 / 10); }
 
@@ -84,27 +91,24 @@ class CudaBackend final : public Backend {
 
   void raw_free(int index, void* ptr, std::size_t bytes) override {
     if (ptr == nullptr) return;
-    // No device guard: with unified addressing cudaFree finds the pointer's device itself.
+    int current = 0;
+    if (runtime_unloading(cudaGetDevice(&current))) return;
+    // cudaFree runs in the current device's context: unguarded, a free from a thread whose current device is another
+    // would create that device's context (hundreds of MiB) if it had none yet.
+    RuntimeDeviceGuard guard(index);
     const cudaError_t error = cudaFree(ptr);
-    // At process exit the runtime may already be gone; the memory goes with it.
-    if (error == cudaErrorCudartUnloading) {
-      (void)cudaGetLastError();
-      return;
-    }
+    if (runtime_unloading(error)) return;
     STRATA_CUDA_CHECK(error, fmt::format("raw_free of {} bytes on cuda:{}", bytes, index));
   }
 
   void* allocate_pinned(std::size_t bytes) override {
-    if (bytes == 0) return nullptr;
     void* ptr = nullptr;
-    // Portable: the pages are pinned for every device, not only for the current one.
-    const cudaError_t error = cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable);
+    // Portable: the pages are pinned for every device, not only for the current one. As in raw_allocate, a
+    // zero-byte request still gets a distinct pointer; nullptr means "out of memory".
+    const cudaError_t error = cudaHostAlloc(&ptr, std::max<std::size_t>(bytes, 1), cudaHostAllocPortable);
     if (error == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();
-      STRATA_THROW(OutOfMemoryError,
-                   "allocate_pinned: could not pin {} bytes of host memory ({}); pinned memory is limited by RAM "
-                   "and the locked-memory limit (ulimit -l)",
-                   bytes, cudaGetErrorString(error));
+      (void)cudaGetLastError();  // the pinned allocator releases its cache and retries, then reports the OOM
+      return nullptr;
     }
     STRATA_CUDA_CHECK(error, fmt::format("allocate_pinned of {} bytes", bytes));
     return ptr;
