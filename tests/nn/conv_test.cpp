@@ -309,6 +309,61 @@ TEST_P(Conv, OperandsOnDifferentDevicesAreRejected) {
 INSTANTIATE_TEST_SUITE_P(Devices, Conv, ::testing::ValuesIn(testing::available_devices()),
                          [](const auto& info) { return testing::device_test_name(info.param); });
 
+// conv2d_relu with a bias reaches cuDNN's fused call (cudnnConvolutionBiasActivationForward in backends/cuda/conv.cpp),
+// which computes relu(conv + 0 * z + bias) with the output as z. The output's memory comes from the caching allocator
+// and may hold anything, NaN included, and 0 * NaN is NaN: so the output is given a block that held NaN.
+TEST(ConvOnCuda, FusedBiasReluIgnoresNanInTheOutputsRecycledMemory) {
+  STRATA_SKIP_WITHOUT_CUDA();
+  const Device gpu(DeviceType::CUDA, 0);
+  const Config c{"fused", 2, 4, 12, 12, 8, 3, 3, 1, 1};
+  const Tensor input = deterministic_tensor({c.n, c.c, c.h, c.w}, DType::F32, gpu, 51);
+  const Tensor weight = deterministic_tensor({c.o, c.c, c.kh, c.kw}, DType::F32, gpu, 52);
+  const Tensor bias = deterministic_tensor({c.o}, DType::F32, gpu, 53);
+  const std::vector<float> separate =
+      relu(F::conv2d(input, weight, {}, c.stride, c.padding) + bias.reshape({1, c.o, 1, 1})).to_vector<float>();
+  // Freed last, on the same stream, with the output's size: the allocator hands this block to the output next.
+  const void* poisoned = nullptr;
+  {
+    const Tensor nan =
+        full({c.n, c.o, c.h, c.w}, std::numeric_limits<float>::quiet_NaN(), TensorOptions(DType::F32).device(gpu));
+    poisoned = nan.data_ptr();
+  }
+  const Tensor fused = F::conv2d_relu(input, weight, bias, c.stride, c.padding);
+  ASSERT_EQ(static_cast<const void*>(fused.data_ptr()), poisoned)
+      << "the output did not get the block full of NaN, so this test would check nothing";
+  const std::vector<float> got = fused.to_vector<float>();
+  ASSERT_EQ(got.size(), separate.size());
+  int64_t zeros_seen = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << "element " << i;
+    ASSERT_NEAR(got[i], separate[i], 1e-5 * (1.0 + std::abs(separate[i]))) << "element " << i;
+    zeros_seen += got[i] == 0.0f;
+  }
+  EXPECT_GT(zeros_seen, 0) << "the inputs should make some outputs negative before the ReLU";
+}
+
+// A cuDNN call that is refused and retried (another algorithm, or the unfused steps after the fused call) must not
+// leave an error in the CUDA runtime's last-error slot: the next kernel's launch check would report it as its own.
+TEST(ConvOnCuda, RefusedCudnnCallsLeaveNoErrorForTheNextKernel) {
+  STRATA_SKIP_WITHOUT_CUDA();
+  const Device gpu(DeviceType::CUDA, 0);
+  for (const DType dtype : {DType::F32, DType::F64}) {
+    for (const Config& c : kConfigs) {
+      SCOPED_TRACE(::testing::Message() << describe(c) << ", " << dtype);
+      Tensor input = deterministic_tensor({c.n, c.c, c.h, c.w}, dtype, gpu, 61);
+      Tensor weight = deterministic_tensor({c.o, c.c / c.groups, c.kh, c.kw}, dtype, gpu, 62);
+      Tensor bias = c.bias ? deterministic_tensor({c.o}, dtype, gpu, 63) : Tensor();
+      input.requires_grad_();
+      weight.requires_grad_();
+      const Tensor out = F::conv2d_relu(input, weight, bias, c.stride, c.padding, c.dilation, c.groups);
+      EXPECT_NO_THROW(sum(out + 1.0).item<double>());
+      sum(out).backward();
+      EXPECT_NO_THROW(sum(input.grad() * 2.0).item<double>());
+      EXPECT_NO_THROW(sum(weight.grad() * 2.0).item<double>());
+    }
+  }
+}
+
 TEST(ConvAndPoolAtInt64Limits, HugeWindowParametersAreRefused) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   const Tensor x = ones({1, 1, 5, 5});

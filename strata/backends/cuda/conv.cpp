@@ -12,9 +12,11 @@
 #include <memory>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "strata/backends/cuda/cuda_check.h"
+#include "strata/backends/cuda/library_memory.h"
 #include "strata/core/error.h"
 #include "strata/ops/dnn_kernels.h"
 #include "strata/runtime/allocator.h"
@@ -23,10 +25,30 @@ namespace strata::cuda {
 
 namespace {
 
-[[noreturn]] void throw_cudnn(cudnnStatus_t status, const char* call, const char* op) {
+// cuDNN 9 names a failed cudaMalloc DEVICE_ALLOCATION_FAILED; the legacy ALLOC_FAILED became HOST_ALLOCATION_FAILED.
+// Both count as a shortage: emptying the cache and asking again costs little next to failing.
+bool is_allocation_failure(cudnnStatus_t status) {
+  return status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED ||
+         status == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED;
+}
+
+bool cudnn_failed_to_allocate(cudnnStatus_t status) {
+  if (!is_allocation_failure(status)) return false;
+  (void)cudaGetLastError();  // left by cuDNN's failed cudaMalloc; the retry must not inherit it
+  return true;
+}
+
+/// `device` is the op's, or -1 for host-side calls (descriptors), which allocate no device memory.
+[[noreturn]] void throw_cudnn(cudnnStatus_t status, const char* call, const char* op, int device = -1) {
+  // Whatever CUDA error the call left must not be reported again by a later, unrelated launch.
+  (void)cudaGetLastError();
+  if (device >= 0 && is_allocation_failure(status)) {
+    throw_library_out_of_memory(op, "cuDNN", call, cudnnGetErrorString(status), Device(DeviceType::CUDA, device));
+  }
   STRATA_THROW(BackendError, "{}: {} failed: {} ({})", op, call, cudnnGetErrorString(status), static_cast<int>(status));
 }
 
+/// Host-side calls: descriptors, the stream of a handle.
 #define STRATA_CUDNN_CHECK(expr, op)                                   \
   do {                                                                 \
     const cudnnStatus_t strata_cudnn_status_ = (expr);                 \
@@ -35,19 +57,39 @@ namespace {
     }                                                                  \
   } while (false)
 
+/// Runs a cuDNN call that may allocate device memory itself, once more with the cache emptied when it could not
+/// (Note [Memory that CUDA libraries allocate themselves] in library_memory.h); returns its last status.
+template <typename Call>
+cudnnStatus_t run_cudnn(int device, Call&& call) {
+  return retry_after_emptying_cache(std::forward<Call>(call), cudnn_failed_to_allocate,
+                                    [device] { empty_cache(Device(DeviceType::CUDA, device)); });
+}
+
+/// Calls that run on the device or create a handle; a shortage that persists is an OutOfMemoryError.
+#define STRATA_CUDNN_RUN(expr, op, device)                                                  \
+  do {                                                                                      \
+    const int strata_cudnn_device_ = (device);                                              \
+    const cudnnStatus_t strata_cudnn_status_ =                                              \
+        ::strata::cuda::run_cudnn(strata_cudnn_device_, [&] { return (expr); });            \
+    if (strata_cudnn_status_ != CUDNN_STATUS_SUCCESS) [[unlikely]] {                        \
+      ::strata::cuda::throw_cudnn(strata_cudnn_status_, #expr, (op), strata_cudnn_device_); \
+    }                                                                                       \
+  } while (false)
+
 // One cuDNN handle per host thread and device, pointed at the op's stream before each call (as Note [cuBLAS
 // handles] in matmul.cpp explains for cuBLAS).
 class Handles {
  public:
   ~Handles() {
+    // At thread exit; the runtime may already be going away, and a destructor must not throw.
     for (cudnnHandle_t h : handles_) {
-      if (h != nullptr) (void)cudnnDestroy(h);
+      if (h != nullptr && cudnnDestroy(h) != CUDNN_STATUS_SUCCESS) (void)cudaGetLastError();
     }
   }
   cudnnHandle_t get(int device, const char* op) {
     if (static_cast<std::size_t>(device) >= handles_.size()) handles_.resize(static_cast<std::size_t>(device) + 1);
     cudnnHandle_t& h = handles_[static_cast<std::size_t>(device)];
-    if (h == nullptr) STRATA_CUDNN_CHECK(cudnnCreate(&h), op);
+    if (h == nullptr) STRATA_CUDNN_RUN(cudnnCreate(&h), op, device);
     return h;
   }
 
@@ -179,7 +221,11 @@ struct Conv {
 //    the first would fail with OutOfMemoryError although the convolution can be done;
 //  - cuDNN answers the call itself with a NOT_SUPPORTED status: the heuristics are a prediction, and cuDNN checks
 //    some limits (shared memory, launch bounds) only when it is asked to run. The call has launched nothing then,
-//    so nothing is left half done. PyTorch's cuDNN convolutions move on to the next algorithm the same way.
+//    so nothing is left half done. PyTorch's cuDNN convolutions move on to the next algorithm the same way, and
+//    so does the clearing of the CUDA runtime's last-error slot after a refusal: an error a refusal leaves there
+//    would otherwise be reported by the next kernel's launch check, blaming an unrelated op.
+// A candidate that fails to allocate cuDNN's own device memory runs once more with the cache emptied (Note [Memory
+// that CUDA libraries allocate themselves] in library_memory.h), then is an OutOfMemoryError.
 // Any other status (a bad parameter, a failed execution, whose CUDA error may be sticky) is reported at once. The
 // candidate that ran moves to the front of the cached list, and one cuDNN refused leaves it, so later calls do not
 // ask again for what failed. When no candidate runs, the error says why: an OutOfMemoryError if any candidate
@@ -264,12 +310,13 @@ void run_pass(const ops::OpCall& call, Conv& c, Pass pass, cudnnDataType_t type,
       continue;
     }
     STRATA_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), a.math), c.op);
-    const cudnnStatus_t status = execute(a, ws.get());
+    const cudnnStatus_t status = run_cudnn(c.device, [&] { return execute(a, ws.get()); });
     if (status == CUDNN_STATUS_SUCCESS) {
       if (i > 0) update_cache(a, true);
       return;
     }
-    if (CUDNN_STATUS_CATEGORY(status) != CUDNN_STATUS_NOT_SUPPORTED) throw_cudnn(status, what, c.op);
+    if (CUDNN_STATUS_CATEGORY(status) != CUDNN_STATUS_NOT_SUPPORTED) throw_cudnn(status, what, c.op, c.device);
+    (void)cudaGetLastError();  // see Note [cuDNN algorithm choice]
     update_cache(a, false);
     refused = status;
     refused_algo = a.algo;
@@ -303,6 +350,8 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
     STRATA_CUDNN_CHECK(cudnnSetActivationDescriptor(relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
                        call.op);
   }
+  const bool fuse = p.relu && bias.data != nullptr;
+  const auto out_bytes = static_cast<std::size_t>(out.numel()) * dtype_size(out.dtype);
   bool fused = false;
   run_pass<cudnnConvolutionFwdAlgoPerf_t>(
       call, c, Pass::Forward, type, p.allow_tf32,
@@ -312,14 +361,19 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
       },
       [&](const Algorithm& algo, void* ws) {
         const auto fwd_algo = static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo);
-        if (p.relu && bias.data != nullptr) {
-          // One fused call: y = relu(conv(x, w) + 0 * y + bias). Where cuDNN turns this combination down (it
-          // supports fewer dtypes and algorithms fused), the separate steps run and report any real failure.
+        if (fuse) {
+          // One fused call: y = relu(conv(x, w) + 0 * z + bias), with z = y.
+          // z may be read despite alpha2 = 0, and 0 * NaN = NaN: one memset of y is cheaper than a separate zero z.
+          STRATA_CUDA_CHECK(cudaMemsetAsync(at(out), 0, out_bytes, to_cuda_stream(call.stream)),
+                            fmt::format("{}: zeroing the fused convolution's output", call.op));
           fused = cudnnConvolutionBiasActivationForward(c.handle, c.scale.one(), c.x.get(), at(input), c.w.get(),
                                                         at(weight), c.conv.get(), fwd_algo, ws, algo.workspace,
                                                         c.scale.zero(), c.y.get(), at(out), bias_desc.get(), at(bias),
                                                         relu.get(), c.y.get(), at(out)) == CUDNN_STATUS_SUCCESS;
           if (fused) return CUDNN_STATUS_SUCCESS;
+          // cuDNN fuses fewer dtypes and algorithms than it runs separately; the separate steps below report any
+          // real failure. The refusal's CUDA error, if any, goes as in Note [cuDNN algorithm choice].
+          (void)cudaGetLastError();
         }
         return cudnnConvolutionForward(c.handle, c.scale.one(), c.x.get(), at(input), c.w.get(), at(weight),
                                        c.conv.get(), fwd_algo, ws, algo.workspace, c.scale.zero(), c.y.get(), at(out));
@@ -327,14 +381,14 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
       "cudnnConvolutionForward");
   if (fused) return;
   if (bias.data != nullptr) {
-    STRATA_CUDNN_CHECK(
-        cudnnAddTensor(c.handle, c.scale.one(), bias_desc.get(), at(bias), c.scale.one(), c.y.get(), at(out)),
-        call.op);
+    STRATA_CUDNN_RUN(
+        cudnnAddTensor(c.handle, c.scale.one(), bias_desc.get(), at(bias), c.scale.one(), c.y.get(), at(out)), call.op,
+        device);
   }
   if (p.relu) {
-    STRATA_CUDNN_CHECK(cudnnActivationForward(c.handle, relu.get(), c.scale.one(), c.y.get(), at(out), c.scale.zero(),
-                                              c.y.get(), at(out)),
-                       call.op);
+    STRATA_CUDNN_RUN(cudnnActivationForward(c.handle, relu.get(), c.scale.one(), c.y.get(), at(out), c.scale.zero(),
+                                            c.y.get(), at(out)),
+                     call.op, device);
   }
 }
 
@@ -381,9 +435,9 @@ void backward_weight(const ops::OpCall& call, const TensorView& grad_weight, con
     STRATA_CUDNN_CHECK(cudnnSetTensor4dDescriptor(bias_desc.get(), CUDNN_TENSOR_NCHW, type, 1,
                                                   as_int(grad_bias.shape[0], call.op), 1, 1),
                        call.op);
-    STRATA_CUDNN_CHECK(cudnnConvolutionBackwardBias(c.handle, c.scale.one(), c.y.get(), at(grad_output),
-                                                    c.scale.zero(), bias_desc.get(), at(grad_bias)),
-                       call.op);
+    STRATA_CUDNN_RUN(cudnnConvolutionBackwardBias(c.handle, c.scale.one(), c.y.get(), at(grad_output), c.scale.zero(),
+                                                  bias_desc.get(), at(grad_bias)),
+                     call.op, device);
   }
 }
 

@@ -3,59 +3,111 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
+#include <cstddef>
 #include <limits>
-#include <memory>
 #include <vector>
 
 #include "strata/backends/cuda/cuda_check.h"
+#include "strata/backends/cuda/library_memory.h"
 #include "strata/core/error.h"
 #include "strata/ops/matmul_kernels.h"
+#include "strata/runtime/allocator.h"
 
 namespace strata::cuda {
 
 namespace {
 
-[[noreturn]] void throw_cublas(cublasStatus_t status, const char* call, const char* op) {
-  STRATA_THROW(BackendError, "{}: {} failed: {} ({})", op, call, cublasGetStatusName(status),
+bool cublas_failed_to_allocate(cublasStatus_t status) {
+  if (status != CUBLAS_STATUS_ALLOC_FAILED) return false;
+  (void)cudaGetLastError();  // left by cuBLAS's failed cudaMalloc; the retry must not inherit it
+  return true;
+}
+
+[[noreturn]] void throw_cublas(cublasStatus_t status, const char* call, const char* op, int device) {
+  // Whatever CUDA error the call left must not be reported again by a later, unrelated launch.
+  (void)cudaGetLastError();
+  if (status == CUBLAS_STATUS_ALLOC_FAILED) {
+    throw_library_out_of_memory(op, "cuBLAS", call, cublasGetStatusName(status), Device(DeviceType::CUDA, device));
+  }
+  STRATA_THROW(BackendError, "{}: {} failed on cuda:{}: {} ({})", op, call, device, cublasGetStatusName(status),
                cublasGetStatusString(status));
 }
 
-#define STRATA_CUBLAS_CHECK(expr, op)                                   \
-  do {                                                                  \
-    const cublasStatus_t strata_cublas_status_ = (expr);                \
-    if (strata_cublas_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {  \
-      ::strata::cuda::throw_cublas(strata_cublas_status_, #expr, (op)); \
-    }                                                                   \
+// A call that could not allocate device memory runs once more with the cache emptied (Note [Memory that CUDA
+// libraries allocate themselves] in library_memory.h).
+#define STRATA_CUBLAS_CHECK(expr, op, device)                                                                 \
+  do {                                                                                                        \
+    const int strata_cublas_device_ = (device);                                                               \
+    const cublasStatus_t strata_cublas_status_ = ::strata::cuda::retry_after_emptying_cache(                  \
+        [&] { return (expr); }, ::strata::cuda::cublas_failed_to_allocate,                                    \
+        [&] { ::strata::empty_cache(::strata::Device(::strata::DeviceType::CUDA, strata_cublas_device_)); }); \
+    if (strata_cublas_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {                                        \
+      ::strata::cuda::throw_cublas(strata_cublas_status_, #expr, (op), strata_cublas_device_);                \
+    }                                                                                                         \
   } while (false)
-
-// Note [cuBLAS handles]
-// A cuBLAS handle belongs to the device that was current when it was created, and must not be used by two host
-// threads at once; setting its stream is cheap. So each host thread keeps one handle per device, created on first
-// use and pointed at the op's stream before every call.
-class Handles {
- public:
-  ~Handles() {
-    // At thread exit; the runtime may already be going away, and a destructor must not throw.
-    for (cublasHandle_t h : handles_) {
-      if (h != nullptr) (void)cublasDestroy(h);
-    }
-  }
-  cublasHandle_t get(int device, const char* op) {
-    if (static_cast<std::size_t>(device) >= handles_.size()) handles_.resize(static_cast<std::size_t>(device) + 1);
-    cublasHandle_t& h = handles_[static_cast<std::size_t>(device)];
-    if (h == nullptr) STRATA_CUBLAS_CHECK(cublasCreate(&h), op);
-    return h;
-  }
-
- private:
-  std::vector<cublasHandle_t> handles_;
-};
 
 // See Note [The CUDA default stream is the legacy stream] in cuda_backend.cpp.
 cudaStream_t to_cuda_stream(NativeStream stream) {
   return stream == nullptr ? cudaStreamLegacy : static_cast<cudaStream_t>(stream);
 }
+
+// PyTorch's default workspace size: 32 MiB from Hopper (sm_90) on, as cuBLAS recommends there, else 8 MiB + 128 KiB.
+std::size_t workspace_bytes(int device) {
+  int major = 0;
+  STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                    fmt::format("reading the compute capability of cuda:{}", device));
+  return major >= 9 ? std::size_t{32} << 20 : (std::size_t{8} << 20) + (std::size_t{128} << 10);
+}
+
+// Note [cuBLAS handles]
+// A cuBLAS handle belongs to the device that was current when it was created, and must not be used by two host
+// threads at once; setting its stream is cheap. So each host thread keeps one handle per device, created on first
+// use and pointed at the op's stream before every call.
+//
+// Note [cuBLAS workspaces]
+// Left to itself, cuBLAS takes its workspace with cudaMalloc, outside the caching allocator (Note [Memory that CUDA
+// libraries allocate themselves] in library_memory.h). So each handle gets one from the allocator through
+// cublasSetWorkspace, allocated for the stream the handle is pointed at; cublasSetStream drops it, so it is set again
+// after every cublasSetStream. The workspace stays with its handle, alive, while the handle stays on that stream.
+// When an op comes on another stream, the workspace goes back to the allocator, which hands it out again only on its
+// own stream, after the GEMMs queued there (Note [Why blocks are per stream]), and one is allocated for the new
+// stream. At thread exit the handles go first, then their workspaces, the same way.
+class Handles {
+ public:
+  ~Handles() {
+    // The runtime may already be going away, and a destructor must not throw.
+    for (Entry& e : entries_) {
+      if (e.handle != nullptr && cublasDestroy(e.handle) != CUBLAS_STATUS_SUCCESS) (void)cudaGetLastError();
+    }
+  }
+
+  /// This thread's handle of `device`, pointed at `stream`, with a workspace from the caching allocator.
+  cublasHandle_t get(int device, NativeStream stream, const char* op) {
+    if (static_cast<std::size_t>(device) >= entries_.size()) entries_.resize(static_cast<std::size_t>(device) + 1);
+    Entry& e = entries_[static_cast<std::size_t>(device)];
+    if (e.handle == nullptr) {
+      e.workspace_bytes = workspace_bytes(device);
+      STRATA_CUBLAS_CHECK(cublasCreate(&e.handle), op, device);
+    }
+    if (!e.workspace || e.stream != stream) {
+      e.workspace.reset();
+      e.workspace = allocator(Device(DeviceType::CUDA, device)).allocate(e.workspace_bytes, stream, op);
+      e.stream = stream;
+    }
+    STRATA_CUBLAS_CHECK(cublasSetStream(e.handle, to_cuda_stream(stream)), op, device);
+    STRATA_CUBLAS_CHECK(cublasSetWorkspace(e.handle, e.workspace.get(), e.workspace_bytes), op, device);
+    return e.handle;
+  }
+
+ private:
+  struct Entry {
+    cublasHandle_t handle = nullptr;
+    DataPtr workspace;
+    NativeStream stream = nullptr;  // the stream `workspace` was allocated for
+    std::size_t workspace_bytes = 0;
+  };
+  std::vector<Entry> entries_;
+};
 
 struct GemmTypes {
   cudaDataType_t data;
@@ -84,14 +136,12 @@ void gemm_kernel(const ops::OpCall& call, const TensorView& out, const TensorVie
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
   const int device = call.device.index() < 0 ? 0 : call.device.index();
   RuntimeDeviceGuard guard(device);
-  const cudaStream_t stream = to_cuda_stream(call.stream);
   const auto element = static_cast<int64_t>(dtype_size(out.dtype));
   const auto* a_ptr = static_cast<const char*>(a.data) + a.offset * element;
   const auto* b_ptr = static_cast<const char*>(b.data) + b.offset * element;
   auto* out_ptr = static_cast<char*>(out.data) + out.offset * element;
   thread_local Handles handles;
-  cublasHandle_t handle = handles.get(device, op);
-  STRATA_CUBLAS_CHECK(cublasSetStream(handle, stream), op);
+  cublasHandle_t handle = handles.get(device, call.stream, op);
 
   // cuBLAS is column-major: the row-major out[m, n] is out^T[n, m] there, and out^T = b^T a^T. A row-major
   // operand is its own transpose in column-major terms (op N); a transposed view needs op T.
@@ -108,7 +158,7 @@ void gemm_kernel(const ops::OpCall& call, const TensorView& out, const TensorVie
                                  a_ptr, types.data, as_int(ops::gemm_leading_dim(a), "lda", op), a.strides[0], beta_p,
                                  out_ptr, types.data, as_int(n, "n", op), m * n, as_int(batch, "batch", op),
                                  types.compute, CUBLAS_GEMM_DEFAULT),
-      op);
+      op, device);
 }
 
 }  // namespace
