@@ -1,5 +1,7 @@
 #include "strata/runtime/cuda.h"
 
+#include <exception>
+
 #include "strata/runtime/registry.h"
 
 namespace strata::cuda {
@@ -22,6 +24,14 @@ void set_device(int index) { backend(Device(DeviceType::CUDA, index)).set_curren
 
 DeviceGuard::DeviceGuard(int index) : previous_(current_device()) { set_device(index); }
 
-DeviceGuard::~DeviceGuard() { backend(DeviceType::CUDA).set_current_device(previous_); }
+// A destructor that throws terminates the process, and a sticky error (a kernel's illegal address) makes every
+// cudaSetDevice fail. So, as the plugin's RuntimeDeviceGuard, restoring swallows the failure; the backend has already
+// cleared it from the runtime's last-error slot, and the sticky error itself stays for the next checked call.
+DeviceGuard::~DeviceGuard() {
+  try {
+    backend(DeviceType::CUDA).set_current_device(previous_);
+  } catch (const std::exception&) {
+  }
+}
 
 }  // namespace strata::cuda

@@ -15,7 +15,8 @@ std::string device_name(int index);
 int current_device();
 void set_device(int index);
 
-/// Makes `index` the current CUDA device until the guard goes out of scope.
+/// Makes `index` the current CUDA device until the guard goes out of scope. Restoring the previous device never
+/// throws: after a sticky CUDA error it may fail, and the next checked call reports that error.
 class DeviceGuard {
  public:
   explicit DeviceGuard(int index);
