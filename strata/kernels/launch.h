@@ -1,7 +1,7 @@
 #pragma once
 
 // The portable kernel API: a kernel is a callable written once. In a .cpp file it runs on the CPU thread pool; in a
-// .cu file (compiled by nvcc) the same callable runs as a GPU kernel. See ARCHITECTURE.md, "Kernels and
+// .cu file (compiled by nvcc) the same callable runs as a GPU kernel. See docs/architecture.md, "Kernels and
 // device-side asserts", and Note [Device-side asserts] in runtime/kernel_assert.h.
 //
 // Write kernels as `STRATA_KERNEL_LAMBDA(int64_t i) { ... }` so that nvcc compiles them for host and device.
@@ -145,7 +145,7 @@ __global__ void launch_kernel(F f) {
 // on cuda:0 (the legacy default stream is the current device's) or fail (a stream of cuda:1). So the site's device is
 // made current for the launch; cudaSetDevice is called only when it differs, and the previous device comes back.
 // backends/cuda's RuntimeDeviceGuard does the same around cuBLAS/cuDNN calls; kernels/ may not include backends/
-// (ARCHITECTURE.md), hence this twin. One guard per op in the dispatcher (tensor/op_call.h) would serve both.
+// (docs/architecture.md), hence this twin. One guard per op in the dispatcher (tensor/op_call.h) would serve both.
 class LaunchDevice {
  public:
   explicit LaunchDevice(const LaunchSite& site) : index_(site.device.index()) {

@@ -39,7 +39,7 @@ class StateDict {
 
 /// A node of a model: its own parameters and buffers, and child modules, each under a name, in registration order.
 /// Parameter and buffer tensors are handles: Module::to moves them in place (Tensor::set_data), so a handle kept
-/// elsewhere (a layer's `weight` member, an optimizer) sees the moved data (see ARCHITECTURE.md, Copies).
+/// elsewhere (a layer's `weight` member, an optimizer) sees the moved data (see docs/architecture.md, Copies).
 class Module {
  public:
   /// `type_name` is the class name shown in errors ("Linear").

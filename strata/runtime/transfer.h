@@ -8,7 +8,7 @@
 
 namespace strata {
 
-/// Always-on counters of what costs time between host and device (see ARCHITECTURE.md, Debug modes).
+/// Always-on counters of what costs time between host and device (see docs/architecture.md, Debug modes).
 struct TransferCounters {
   int64_t host_to_device_copies = 0;
   int64_t host_to_device_bytes = 0;

@@ -85,7 +85,7 @@ class Tensor {
   void check_data_type(DType wanted, bool reads_bytes) const;
 
   // --- devices and dtypes (tensor/copy.cpp) ---
-  /// Returns this very tensor when it is already on `device`, else a copy there (see ARCHITECTURE.md).
+  /// Returns this very tensor when it is already on `device`, else a copy there (see docs/architecture.md).
   Tensor to(Device device, bool non_blocking = false) const;
   /// Returns this tensor when it already has `dtype`, else a converted copy.
   Tensor to(DType dtype) const;

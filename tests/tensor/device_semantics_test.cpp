@@ -1,4 +1,4 @@
-// The contract of ARCHITECTURE.md, "Copies are explicit": to / copy_to / pin_memory / item, and the counters that
+// The contract of docs/architecture.md, "Copies are explicit": to / copy_to / pin_memory / item, and the counters that
 // make host<->device traffic visible.
 
 #include <gtest/gtest.h>

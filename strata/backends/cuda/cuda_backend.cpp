@@ -23,7 +23,7 @@ namespace {
 // per-thread would otherwise turn a null stream into the per-thread one). This is what PyTorch does: one default
 // stream per device, shared by every host thread, so work that two threads put there runs in one order. Streams
 // from create_stream are cudaStreamNonBlocking: they neither wait for nor hold up the legacy stream, so the only
-// ordering between streams is the one the user asks for with events (Stream::wait), as ARCHITECTURE.md's
+// ordering between streams is the one the user asks for with events (Stream::wait), as docs/architecture.md's
 // "Streams and ordering" says. A per-thread default would give each thread its own implicit queue, which hides
 // ordering bugs between threads; we prefer the explicit model.
 cudaStream_t to_cuda_stream(NativeStream stream) {
