@@ -7,8 +7,12 @@
 //
 // Note [Elementwise loops]
 // On a GPU (kernels::forall) a thread takes kPack consecutive elements of contiguous operands, read and written as
-// one aligned vector when every pointer allows it (one 16-byte access per f32 operand instead of four), and one
-// element of strided operands, whose offsets come from OffsetCalculator. On the CPU a thread takes a range: contiguous
+// one aligned vector when every pointer allows it (one 16-byte access per f32 operand instead of four). Of strided
+// operands a thread takes kPack elements too: when every operand's rows have unit stride and hold a multiple of
+// kPack elements, outer strides and pointers aligned (a bias row added to a batch, a slice of whole rows), kPack
+// consecutive elements of one row, with one offset computation and one vector access per operand; otherwise the
+// elements t, t + T, t + 2T, ... of the T threads, so that a warp still touches neighbouring elements, each with
+// the offsets that OffsetCalculator gives. On the CPU a thread takes a range: contiguous
 // operands run one plain loop over local pointers that the compiler vectorises (a per-index functor would reload its
 // pointers after every one-byte store, which may alias them), and strided operands are walked row by row with an
 // odometer, so the divisions of OffsetCalculator are paid once per row and rows with unit or zero inner strides (bias
@@ -79,6 +83,24 @@ bool packable(const T*... p) {
   return ((reinterpret_cast<std::uintptr_t>(p) % alignof(Pack<T>) == 0) && ...);
 }
 
+/// Whether kPack consecutive elements from any multiple of kPack lie in one row of every strided operand, aligned
+/// for Pack access: unit inner strides, rows of a multiple of kPack elements, outer strides that are multiples of
+/// kPack, aligned pointers (Note [Elementwise loops]).
+template <int N, typename... T>
+bool rows_packable(const kernels::OffsetCalculator<N>& calc, const T*... p) {
+  if (calc.ndim == 0 || calc.sizes[calc.ndim - 1] % kPack != 0 || !packable(p...)) return false;
+  for (int k = 0; k < N; ++k) {
+    if (calc.strides[k][calc.ndim - 1] != 1) return false;
+    for (int d = 0; d + 1 < calc.ndim; ++d) {
+      if (calc.strides[k][d] % kPack != 0) return false;
+    }
+  }
+  return true;
+}
+
+/// Threads of a GPU loop that takes kPack elements per thread.
+STRATA_HOST_DEVICE inline int64_t pack_threads(int64_t n) { return (n + kPack - 1) / kPack; }
+
 template <typename Out, typename In, typename Op>
 struct UnaryLoop {
   static constexpr int kPerThread = kPack;
@@ -108,15 +130,28 @@ struct UnaryLoop {
 
 template <typename Out, typename In, typename Op>
 struct UnaryStridedLoop {
-  static constexpr int kPerThread = 1;
+  static constexpr int kPerThread = kPack;
   Out* out;
   const In* in;
   kernels::OffsetCalculator<2> calc;
   Op op;
-  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+  int64_t n;
+  bool packed_rows;  // rows_packable
+  STRATA_HOST_DEVICE void operator()(int64_t t) const {
     int64_t o[2];
-    calc.offsets(i, o);
-    out[o[0]] = static_cast<Out>(op(OpMath<In>(in[o[1]])));
+    if (packed_rows) {  // elements [kPack t, kPack t + kPack), in one row
+      calc.offsets(t * kPack, o);
+      const Pack<In> x = *reinterpret_cast<const Pack<In>*>(in + o[1]);
+      Pack<Out> r;
+      for (int k = 0; k < kPack; ++k) r.v[k] = static_cast<Out>(op(OpMath<In>(x.v[k])));
+      *reinterpret_cast<Pack<Out>*>(out + o[0]) = r;
+      return;
+    }
+    const int64_t threads = pack_threads(n);
+    for (int64_t i = t; i < n && i < t + kPack * threads; i += threads) {
+      calc.offsets(i, o);
+      out[o[0]] = static_cast<Out>(op(OpMath<In>(in[o[1]])));
+    }
   }
   void range(int64_t begin, int64_t end) const {
     const int last = innermost(calc);
@@ -168,16 +203,30 @@ struct BinaryLoop {
 template <typename Out, typename In, typename Op>
 struct BinaryStridedLoop {
   using M = OpMath<In>;
-  static constexpr int kPerThread = 1;
+  static constexpr int kPerThread = kPack;
   Out* out;
   const In* a;
   const In* b;
   kernels::OffsetCalculator<3> calc;
   Op op;
-  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+  int64_t n;
+  bool packed_rows;  // rows_packable
+  STRATA_HOST_DEVICE void operator()(int64_t t) const {
     int64_t o[3];
-    calc.offsets(i, o);
-    out[o[0]] = static_cast<Out>(op(M(a[o[1]]), M(b[o[2]])));
+    if (packed_rows) {  // elements [kPack t, kPack t + kPack), in one row
+      calc.offsets(t * kPack, o);
+      const Pack<In> x = *reinterpret_cast<const Pack<In>*>(a + o[1]);
+      const Pack<In> y = *reinterpret_cast<const Pack<In>*>(b + o[2]);
+      Pack<Out> r;
+      for (int k = 0; k < kPack; ++k) r.v[k] = static_cast<Out>(op(M(x.v[k]), M(y.v[k])));
+      *reinterpret_cast<Pack<Out>*>(out + o[0]) = r;
+      return;
+    }
+    const int64_t threads = pack_threads(n);
+    for (int64_t i = t; i < n && i < t + kPack * threads; i += threads) {
+      calc.offsets(i, o);
+      out[o[0]] = static_cast<Out>(op(M(a[o[1]]), M(b[o[2]])));
+    }
   }
   void range(int64_t begin, int64_t end) const {
     const int last = innermost(calc);
@@ -273,8 +322,10 @@ void apply_unary(const kernels::LaunchSite& site, const TensorView& out, const T
     const T* x = in.ptr<T>();
     run<Op>(site, n, UnaryLoop<Out, T, Op>{o, x, op, n, packable(o, x)});
   } else {
-    run<Op>(site, n,
-            UnaryStridedLoop<Out, T, Op>{out.ptr<Out>(), in.ptr<T>(), kernels::make_offset_calculator(views), op});
+    Out* o = out.ptr<Out>();
+    const T* x = in.ptr<T>();
+    const auto calc = kernels::make_offset_calculator(views);
+    run<Op>(site, n, UnaryStridedLoop<Out, T, Op>{o, x, calc, op, n, rows_packable(calc, o, x)});
   }
 }
 
@@ -289,9 +340,10 @@ void apply_binary(const kernels::LaunchSite& site, const TensorView& out, const 
     const T *x = a.ptr<T>(), *y = b.ptr<T>();
     run<Op>(site, n, BinaryLoop<Out, T, Op>{o, x, y, op, n, packable(o, x, y)});
   } else {
-    run<Op>(site, n,
-            BinaryStridedLoop<Out, T, Op>{out.ptr<Out>(), a.ptr<T>(), b.ptr<T>(),
-                                          kernels::make_offset_calculator(views), op});
+    Out* o = out.ptr<Out>();
+    const T *x = a.ptr<T>(), *y = b.ptr<T>();
+    const auto calc = kernels::make_offset_calculator(views);
+    run<Op>(site, n, BinaryStridedLoop<Out, T, Op>{o, x, y, calc, op, n, rows_packable(calc, o, x, y)});
   }
 }
 
