@@ -79,6 +79,12 @@ Tensor Tensor::copy_to(Device device, bool non_blocking) const {
   copy_bytes(out.data_ptr(), device, src.data_ptr(), src.device(), static_cast<std::size_t>(numel()) * element_size(),
              stream, blocking);
   if (between_gpus) wait_for(current_stream(device), current_stream(src.device()));
+  // Differentiable, as in PyTorch: a model split over two devices trains on both sides of the split. The gradient
+  // goes back to the source's device, a copy that is counted like any other.
+  if (detail::needs_grad({this})) {
+    const Device from = this->device();
+    detail::record("copy_to", {this}, out, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
+  }
   return out;
 }
 

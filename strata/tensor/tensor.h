@@ -85,11 +85,13 @@ class Tensor {
   void check_data_type(DType wanted, bool reads_bytes) const;
 
   // --- devices and dtypes (tensor/copy.cpp) ---
-  /// Returns this very tensor when it is already on `device`, else a copy there (see docs/architecture.md).
+  /// Returns this very tensor when it is already on `device`, else a copy there, through which gradients flow back
+  /// (see docs/architecture.md).
   Tensor to(Device device, bool non_blocking = false) const;
   /// Returns this tensor when it already has `dtype`, else a converted copy.
   Tensor to(DType dtype) const;
-  /// Always allocates new memory on `device` and copies into it.
+  /// Always allocates new memory on `device` and copies into it; differentiable (the gradient goes back to this
+  /// tensor's device).
   Tensor copy_to(Device device, bool non_blocking = false) const;
   Tensor cpu() const { return to(kCPU); }
   Tensor clone() const;

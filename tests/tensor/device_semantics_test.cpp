@@ -56,6 +56,17 @@ TEST_P(DeviceSemantics, CopyToOfAViewCopiesOnlyTheView) {
   EXPECT_EQ(copy.to_vector<int64_t>(), (std::vector<int64_t>{1, 4, 2, 5, 3, 6}));
 }
 
+TEST_P(DeviceSemantics, CopyToCarriesTheGradientBack) {
+  Tensor x = tensor<float>({1, 2, 3}, {}, device());
+  x.requires_grad_();
+  const Tensor copy = x.copy_to(device());
+  ASSERT_TRUE(copy.requires_grad());
+  sum(copy * tensor<float>({4, 5, 6}, {}, device())).backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().device(), device());
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{4, 5, 6}));
+}
+
 TEST_P(DeviceSemantics, ToDtypeConverts) {
   const Tensor t = tensor<float>({1.5f, -2.75f, 300}, {}, device());
   const Tensor ints = t.to(DType::I32);
@@ -189,6 +200,21 @@ TEST(DeviceSemanticsCuda, CopyToAnotherDeviceKeepsTheSource) {
   EXPECT_EQ(gpu.to(kCPU).to_vector<int32_t>(), (std::vector<int32_t>{5, 6}));
   EXPECT_TRUE(gpu.to(kGpu0).shares_storage(gpu));
   EXPECT_FALSE(gpu.copy_to(kGpu0).shares_storage(gpu));
+}
+
+// A model split over two devices trains on both sides of the split: the gradient crosses back to the host.
+TEST(DeviceSemanticsCuda, GradientsCrossTheDeviceBoundary) {
+  STRATA_REQUIRE_CUDA();
+  Tensor x = tensor<float>({1, 2, 3});
+  x.requires_grad_();
+  Tensor w = tensor<float>({4, 5, 6}, {}, kGpu0);
+  w.requires_grad_();
+  sum(x.to(kGpu0) * w).backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().device(), kCPU);
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{4, 5, 6}));
+  EXPECT_EQ(w.grad().device(), kGpu0);
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{1, 2, 3}));
 }
 
 }  // namespace
