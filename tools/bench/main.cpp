@@ -1,4 +1,4 @@
-// strata-bench: the suite of issue 6 (matrix product, the D2L exercise, vector add, two GPUs, conv2d and Linear,
+// strata-bench: the benchmark suite (matrix product, the D2L exercise, vector add, two GPUs, conv2d and Linear,
 // a training epoch, per-op overhead, start-up and compile time) as a table, or one JSON document with --json.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   using namespace strata::bench;
   std::string names_help = "workloads to run, comma-separated (default: all):";
   for (const Workload& w : workloads()) names_help += " " + w.name;
-  CLI::App app{"strata-bench: Strata's performance on this machine, workload by workload (issue 6)"};
+  CLI::App app{"strata-bench: Strata's performance on this machine, workload by workload"};
   bool as_json = false, list = false;
   std::vector<std::string> only;
   RunOptions options;

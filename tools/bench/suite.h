@@ -1,6 +1,6 @@
 #pragma once
 
-// The workloads of strata-bench (issue 6) and how their results are reported. Each workload measures a few
+// The workloads of strata-bench and how their results are reported. Each workload measures a few
 // metrics under stable keys; bench/compare-libtorch and bench/compare-pytorch measure the same keys with the
 // incumbents and divide.
 

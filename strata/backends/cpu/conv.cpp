@@ -280,17 +280,11 @@ enum class Pass : int64_t { Forward, BackwardData, BackwardWeight };
 
 // Note [Weight gradients of thin convolutions]
 // With few input channels (a network's first layer: 1 or 3 channels, a patch of k = C * kh * kw <= kSmallPatch
-// values) oneDNN 2.6's backward-weights is slow: input [64, 1, 28, 28], weight [32, 1, 3, 3], padding 1 took 4.7
-// ms on the idle 2-core build machine, for 29 MFLOP. im2col + one small GEMM per image, the batch split over the
-// threads, takes 0.5 ms there (strata-bench conv workloads; /tmp measurements in the issue note).
-// Which way round that GEMM goes matters to oneDNN's sgemm: the 64 images' products alone, 784 output pixels, 2
-// threads of the Zen 4 build machine, dy col^T ([og, k] out) against col dy^T ([k, og] out), us:
-//   k  =      3          9          18          27
-//   og = 16   339 / 40   344 / 84   581 / 366   644 / 449
-//   og = 32   518 / 68   524 / 151  851 / 641   1070 / 924
-//   og = 64   905 / 145  898 / 333  1566 / 1760 1745 / 2207
-// so the transposed product serves k < 16 or og <= 32, with a row of ones under the patches that gives the bias
-// gradient in the same GEMM (a separate pass over dy took ~100 us of the 64 x 32 x 28 x 28 case).
+// values) oneDNN 2.6's backward-weights is slow, about ten times slower than im2col + one small GEMM per image with
+// the batch split over the threads. Which way round that GEMM goes matters to oneDNN's sgemm: dy col^T ([og, k] out)
+// against col dy^T ([k, og] out) (docs/benchmarks.md, "Measurements behind the CPU decisions"), so the transposed
+// product serves k < 16 or og <= 32, with a row of ones under the patches that gives the bias gradient in the same
+// GEMM instead of a separate pass over dy.
 constexpr int64_t kSmallPatch = 27;
 
 // Note [Winograd convolutions]

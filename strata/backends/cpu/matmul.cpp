@@ -26,35 +26,14 @@ namespace strata::cpu {
 namespace {
 
 // Note [Choosing the CPU GEMM]
-// Measured with bench/matmul_bench on the 2-core AVX-512 build machine (f32, n x n, GFLOP/s, medians of 3):
-//   n                        32    64   128   256   512  1024  2048
-//   dnnl_sgemm (2 threads)  120    85   280   405   415   390   405
-//   oneDNN matmul primitive   9    62   242   386   384   361   363   (about 6 us more per call)
-//   cblas_sgemm, 1 thread   197   218   181   199   201   199   201   (OPENBLAS_CORETYPE unset)
-//   same, CORETYPE=Haswell   77    95   100   105   107   106   106   (AVX2 kernels: half)
-// With B transposed (A B^T, as linear's x @ weight.t()) dnnl_sgemm is much slower than the primitive (its brgemm
-// kernels): 64 x 3136 times (128 x 3136)^T 111 against 285 GFLOP/s, n = 256 228 against 307, n = 512 109 against
-// 172 (same program, 2 threads; /tmp measurements of 2026-11-23), while for A B the two are even or sgemm wins.
-// Small products (2026-11-24, the Zen 4 machine of docs/benchmarks.md, a /tmp program timing each library alone,
-// best of 7 runs of 1000 calls, us; "1 thr" = OpenMP held to the calling thread; OpenBLAS is its OpenMP build on one
-// thread; in brackets with OPENBLAS_CORETYPE=Haswell):
-//   m x n x k            dnnl_sgemm 2 thr   1 thr      OpenBLAS
-//   8 x 8 x 8                      0.27      0.27      0.04 (0.08)
-//   32 x 32 x 32                   0.87      0.87      0.61 (0.81)
-//   48 x 48 x 48                   2.22      2.22      1.96 (2.37)
-//   56 x 56 x 56                   4.19      4.19      3.46 (3.72)
-//   64 x 10 x 128, B^T (fc2)       3.55      4.22      1.81 (2.80)
-//   10 x 128 x 64                  1.79      1.79      1.44 (2.78)
-//   64 x 64 x 64                   3.98      5.38      4.64 (5.45)
-//   32 x 32 x 256                  3.53      4.76      4.57 (5.91)
-//   80 x 80 x 80                   6.10      9.30      9.01
-// dnnl_sgemm costs at least ~0.25 us a call and keeps to one thread by itself below ~56^3; from 64^3 on its two
-// threads beat everything (an earlier note here had a 64 x 64 product take 69 us on two threads: that was OpenBLAS's
-// pthread build spinning after start-up, gone since libstrata links the OpenMP one).
+// dnnl_sgemm is the fastest f32 GEMM here from 64^3 on, on both threads (bench/matmul_bench; the tables are in
+// docs/benchmarks.md, "Measurements behind the CPU decisions"), but it costs at least ~0.25 us a call and, with B
+// transposed (A B^T, as linear's x @ weight.t()), it is much slower than oneDNN's matmul primitive (its brgemm
+// kernels). OpenBLAS on the calling thread wins the small products.
 // So one product runs on dnnl_sgemm unless it is A B^T, a batch on the cached matmul primitive (it spreads the
-// batch over the threads: bmm of 64 64x64 matrices 359 GFLOP/s against 81 for a loop of dnnl_sgemm), and products
-// below kSmallGemmFlops on OpenBLAS on the calling thread (with the machine's CORETYPE=Haswell a few of those shapes
-// would be faster on dnnl_sgemm, but fewer, and by less, than the other way round).
+// batch over the threads, where a loop of dnnl_sgemm runs one small product at a time), and products below
+// kSmallGemmFlops on OpenBLAS on the calling thread (with the machine's CORETYPE=Haswell a few of those shapes would
+// be faster on dnnl_sgemm, but fewer, and by less, than the other way round).
 // oneDNN has no f64 GEMM, so f64 uses cblas_dgemm with rows or batch entries split over our pool.
 // Builds without oneDNN use OpenBLAS for everything.
 constexpr double kSmallGemmFlops = 2.0 * 60 * 60 * 60;
