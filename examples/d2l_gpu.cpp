@@ -1,10 +1,56 @@
-// The GPU chapter of Dive into Deep Learning, in Strata: where tensors live, and copies that are explicit.
+// The GPU chapter of Dive into Deep Learning, in Strata: where tensors live, copies that are explicit, and two
+// devices at once.
+#include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <thread>
+#include <vector>
 
 #include <strata/strata.h>
 
 using namespace strata;
+
+namespace {
+
+// d2l, "Automatic Parallelism": the same work on two devices, one after the other and then at once, each device
+// driven by its own host thread. Two GPUs when there are, otherwise two virtual CPU devices (STRATA_CPU_DEVICES=2),
+// which share the host's cores fairly (the concurrent run is then no faster: it shows the code, not a speed-up).
+void two_devices_at_once() {
+  std::vector<Device> two;
+  if (cuda::device_count() >= 2) {
+    two = {Device("cuda:0"), Device("cuda:1")};
+  } else if (device_count(DeviceType::CPU) >= 2) {
+    two = {Device("cpu:0"), Device("cpu:1")};
+  } else {
+    std::cout << "Two devices at once: skipped, there is one device (STRATA_CPU_DEVICES=2 makes two on the CPU)\n";
+    return;
+  }
+  const auto run = [](Device device) {  // d2l: run(x) = [x.mm(x) for _ in range(50)]
+    const Tensor x = rand({200, 200}, device);
+    Tensor y = x;
+    for (int i = 0; i < 50; ++i) y = matmul(x, y) / 200.0;
+    synchronize(device);
+    return y;
+  };
+  const auto seconds = [](const auto& fn) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (Device d : two) run(d);  // warm-up
+  const double one_after_other = seconds([&] {
+    for (Device d : two) run(d);
+  });
+  const double at_once = seconds([&] {
+    std::thread second([&] { run(two[1]); });
+    run(two[0]);
+    second.join();
+  });
+  std::printf("Two devices (%s, %s): one after the other %.4f s, at once %.4f s\n", two[0].str().c_str(),
+              two[1].str().c_str(), one_after_other, at_once);
+}
+
+}  // namespace
 
 int main() try {
   // Which devices are there?  (d2l: try_gpu)
@@ -32,6 +78,8 @@ int main() try {
       std::cout << "DeviceMismatchError: " << e.what() << "\n";
     }
   }
+  two_devices_at_once();
+
   const auto counters = transfer_counters();
   std::printf("host->device copies: %lld, device->host copies: %lld, synchronisations: %lld\n",
               static_cast<long long>(counters.host_to_device_copies),

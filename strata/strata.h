@@ -18,6 +18,7 @@
 // runtime
 #include "strata/runtime/allocator.h"
 #include "strata/runtime/backend.h"
+#include "strata/runtime/cpu_devices.h"
 #include "strata/runtime/cuda.h"
 #include "strata/runtime/memory_limit.h"
 #include "strata/runtime/memory_stats.h"

@@ -19,7 +19,8 @@ namespace {
 
 [[noreturn]] void throw_bad_device(std::string_view text, std::string_view why) {
   STRATA_THROW(InvalidArgumentError,
-               "invalid device string '{}': {}; expected 'cpu', 'cuda' or 'cuda:N' with N a non-negative integer",
+               "invalid device string '{}': {}; expected 'cpu', 'cpu:N', 'cuda' or 'cuda:N' with N a non-negative "
+               "integer",
                text, why);
 }
 
@@ -35,14 +36,12 @@ Device::Device(std::string_view text) : type_(DeviceType::CPU), index_(-1) {
   } else {
     throw_bad_device(text, fmt::format("unknown device type '{}'", kind));
   }
-  if (colon == std::string_view::npos) return;
-
-  const std::string_view digits = text.substr(colon + 1);
-  if (type_ == DeviceType::CPU) {
-    // "cpu:0" is accepted as an alias of "cpu", as in PyTorch.
-    if (digits != "0") throw_bad_device(text, "the CPU has no index other than 0");
+  if (colon == std::string_view::npos) {
+    *this = Device(type_);  // the CPU's index is never unspecified
     return;
   }
+
+  const std::string_view digits = text.substr(colon + 1);
   int value = 0;
   const auto* end = digits.data() + digits.size();
   const auto [ptr, ec] = std::from_chars(digits.data(), end, value);
@@ -53,7 +52,7 @@ Device::Device(std::string_view text) : type_(DeviceType::CPU), index_(-1) {
 }
 
 std::string Device::str() const {
-  if (type_ == DeviceType::CPU || index_ < 0) return std::string(device_type_name(type_));
+  if ((type_ == DeviceType::CPU && index_ == 0) || index_ < 0) return std::string(device_type_name(type_));
   return fmt::format("{}:{}", device_type_name(type_), index_);
 }
 

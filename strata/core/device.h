@@ -17,11 +17,13 @@ inline constexpr int kDeviceTypeCount = 2;
 std::string_view device_type_name(DeviceType type);
 
 /// A device is a type and an index. Naming a device does not need it to exist; using it does.
-/// The index is -1 when unspecified ("cuda" means the current CUDA device); the CPU is always index -1.
+/// A CUDA index is -1 when unspecified ("cuda" means the current CUDA device). A CPU device always has an index:
+/// "cpu" is cpu:0, and cpu:1 and up exist when virtual CPU devices are on (Note [Virtual CPU devices]).
 class Device {
  public:
-  constexpr Device(DeviceType type = DeviceType::CPU, int index = -1) : type_(type), index_(index) {}
-  /// Parses "cpu", "cuda", "cuda:1"; anything else throws InvalidArgumentError naming the string.
+  constexpr Device(DeviceType type = DeviceType::CPU, int index = -1)
+      : type_(type), index_(type == DeviceType::CPU && index < 0 ? 0 : index) {}
+  /// Parses "cpu", "cpu:N", "cuda", "cuda:N"; anything else throws InvalidArgumentError naming the string.
   Device(std::string_view text);  // NOLINT(google-explicit-constructor): mirrors torch::Device("cuda:1")
   Device(const char* text) : Device(std::string_view(text)) {}  // NOLINT
 
@@ -31,6 +33,7 @@ class Device {
   constexpr bool is_cpu() const { return type_ == DeviceType::CPU; }
   constexpr bool is_cuda() const { return type_ == DeviceType::CUDA; }
 
+  /// "cpu" for cpu:0 (the one CPU device unless virtual devices are on), "cpu:N", "cuda", "cuda:N".
   std::string str() const;
 
   friend constexpr bool operator==(Device a, Device b) = default;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "strata/core/error.h"
+#include "strata/runtime/cpu_devices.h"
 #include "strata/runtime/registry.h"
 
 namespace strata::io {
@@ -96,7 +97,10 @@ Device from_dl(const DLDevice& d) {
   static_assert(sizeof(d.device_type) == sizeof(type));
   std::memcpy(&type, &d.device_type, sizeof(type));
   switch (type) {
-    case kDLCPU: return kCPU;
+    case kDLCPU:
+      // DLPack gives CPU ids no meaning (NumPy and PyTorch write 0, PyTorch ignores them); ours name a virtual CPU
+      // device (Note [Virtual CPU devices]), so an id that names one of ours comes back there, and any other to cpu:0.
+      return d.device_id > 0 && d.device_id < cpu_device_count() ? Device(DeviceType::CPU, d.device_id) : kCPU;
     case kDLCUDA:
       STRATA_CHECK(d.device_id >= 0, InvalidArgumentError, "from_dlpack: CUDA device id {} is negative", d.device_id);
       return Device(DeviceType::CUDA, d.device_id);
@@ -120,7 +124,7 @@ DLManagedTensor* to_dlpack(const Tensor& tensor) {
   DLTensor& dl = exported->managed.dl_tensor;
   // The pointer to the first element, with byte_offset 0, as PyTorch does.
   dl.data = tensor.numel() > 0 ? tensor.data_ptr() : nullptr;
-  dl.device = device.is_cpu() ? DLDevice{kDLCPU, 0} : DLDevice{kDLCUDA, device.index()};
+  dl.device = DLDevice{device.is_cpu() ? kDLCPU : kDLCUDA, device.index()};
   dl.ndim = static_cast<int32_t>(tensor.dim());
   dl.dtype = to_dl(tensor.dtype());
   dl.shape = exported->shape.data();

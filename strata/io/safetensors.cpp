@@ -254,7 +254,7 @@ void save_safetensors(const std::filesystem::path& path, const TensorMap& tensor
   out.write(text.data(), text.size());
   for (const auto& [name, t] : order) {
     if (save_hook()) save_hook()(*name);
-    const Tensor host = t->to(kCPU).contiguous();
+    const Tensor host = (t->device().is_cpu() ? *t : t->to(kCPU)).contiguous();  // any CPU device is host memory
     if (host.numel() > 0) out.write(host.data_ptr(), static_cast<std::size_t>(host.numel()) * host.element_size());
   }
   out.commit();

@@ -5,6 +5,7 @@
 
 #include "strata/core/error.h"
 #include "strata/runtime/allocator.h"
+#include "strata/runtime/cpu_devices.h"
 #include "strata/runtime/memory_limit.h"
 #include "strata/runtime/plugin.h"
 #include "strata/runtime/registry.h"
@@ -44,6 +45,7 @@ CachingAllocator& allocator(Device device) {
   std::lock_guard lock(all.mutex);
   auto it = all.by_device.find(device);
   if (it == all.by_device.end()) {
+    if (device.is_cpu()) detail::fix_cpu_device_count();  // Note [Virtual CPU devices]
     auto created = std::make_unique<CachingAllocator>(make_backend_memory_resource(device_backend, device));
     // A malformed STRATA_MEMORY_LIMIT throws here, on every use of the device, until it is fixed.
     if (const auto limit = memory_limit_from_environment(device)) {

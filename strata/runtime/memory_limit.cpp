@@ -128,6 +128,7 @@ MemoryLimit parse_entry(std::string_view text, std::string_view entry) {
   MemoryLimit limit;
   try {
     limit.device = Device(device_name);
+    limit.whole_type = device_name.find(':') == std::string_view::npos;
   } catch (const InvalidArgumentError&) {
     throw_bad_entry(text, entry, fmt::format("'{}' is not a device", device_name));
   }
@@ -169,7 +170,7 @@ std::vector<MemoryLimit> parse_memory_limits(std::string_view text) {
     if (entry.empty()) continue;
     MemoryLimit limit = parse_entry(text, entry);
     for (const MemoryLimit& earlier : limits) {
-      if (earlier.device == limit.device) {
+      if (earlier.device == limit.device && earlier.whole_type == limit.whole_type) {
         throw_bad_entry(text, entry, fmt::format("device {} is given a limit twice", limit.device));
       }
     }
@@ -179,11 +180,11 @@ std::vector<MemoryLimit> parse_memory_limits(std::string_view text) {
 }
 
 std::optional<MemoryLimit> find_memory_limit(const std::vector<MemoryLimit>& limits, Device device) {
-  const Device whole_type(device.type());
   const MemoryLimit* found = nullptr;
   for (const MemoryLimit& limit : limits) {
-    if (limit.device == device) return limit;
-    if (limit.device == whole_type) found = &limit;
+    if (limit.whole_type ? limit.device.type() != device.type() : limit.device != device) continue;
+    if (!limit.whole_type) return limit;
+    found = &limit;
   }
   if (found == nullptr) return std::nullopt;
   return *found;

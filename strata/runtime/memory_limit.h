@@ -19,8 +19,9 @@ inline constexpr const char* kMemoryLimitVariable = "STRATA_MEMORY_LIMIT";
 // Note [STRATA_MEMORY_LIMIT]
 // The value is a comma-separated list of DEVICE=SIZE entries, e.g. `cuda:0=2GiB,cpu=8GiB`. Spaces around entries,
 // around '=' and between a number and its unit are ignored; empty entries (a trailing comma) are skipped.
-//  * DEVICE is anything Device() accepts: `cpu`, `cuda:N`, or `cuda` meaning every CUDA device that has no entry
-//    of its own. A device may be named only once.
+//  * DEVICE is anything Device() accepts: `cpu:N`, `cuda:N`, or a type alone, `cpu` or `cuda`, meaning every
+//    device of that type that has no entry of its own (with one CPU device, `cpu` is that device). A device may be
+//    named only once.
 //  * SIZE is one of
 //    - a whole number of bytes: `1073741824`;
 //    - a number (decimals allowed) with a unit: `2GiB`, `1.5 MiB`, `512B`. B, KiB, MiB, GiB and TiB are powers
@@ -37,6 +38,7 @@ struct MemoryLimit {
   Device device;
   std::optional<std::size_t> bytes;  // exactly one of `bytes` and `fraction` is set
   std::optional<double> fraction;
+  bool whole_type = false;  // the entry named a type alone ("cpu", "cuda"): `device` is that type's first device
 
   /// The limit in bytes on a device that has `total_memory` bytes.
   std::size_t resolve(std::size_t total_memory) const;
@@ -46,7 +48,7 @@ struct MemoryLimit {
 /// Parses a value of STRATA_MEMORY_LIMIT (see Note [STRATA_MEMORY_LIMIT]); pure, so tests call it directly.
 std::vector<MemoryLimit> parse_memory_limits(std::string_view text);
 
-/// The entry that applies to `device`: its own, else one for its whole type ("cuda"); std::nullopt when none.
+/// The entry that applies to `device`: its own, else one for its whole type ("cpu", "cuda"); std::nullopt when none.
 std::optional<MemoryLimit> find_memory_limit(const std::vector<MemoryLimit>& limits, Device device);
 
 /// The STRATA_MEMORY_LIMIT entry for `device`, read from the environment now; std::nullopt when none applies.

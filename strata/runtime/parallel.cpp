@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <mutex>
 
@@ -44,11 +45,51 @@ void set_num_threads(int n) {
 
 bool in_parallel_region() { return omp_in_parallel() != 0; }
 
+// Note [Sharing the cores between devices]
+// Several host threads may run CPU work at once: one per virtual CPU device (Note [Virtual CPU devices]), a data
+// loader beside the training loop, a program's own threads. Each top-level region would start a team of
+// num_threads() threads, so two threads would run twice as many threads as there are cores, and every region
+// would wait for whichever of its threads was descheduled. So the cores are shared fairly rather than split by
+// device: a region takes num_threads() divided by the number of host threads in a region at that moment (itself
+// included), at least one. A thread alone gets every core, as before; two get half each. Splitting the cores by
+// device instead would leave half of them idle whenever one thread drives one of two devices. The count is taken
+// when a region starts, so a region begun alone keeps its whole team if a second one starts meanwhile; ops are
+// short, and the next region of each thread takes its share.
+namespace {
+
+std::atomic<int>& threads_in_regions() {
+  static std::atomic<int> count{0};
+  return count;
+}
+
+class RegionShare {
+ public:
+  RegionShare() : others_(threads_in_regions().fetch_add(1, std::memory_order_relaxed)) {}
+  ~RegionShare() { threads_in_regions().fetch_sub(1, std::memory_order_relaxed); }
+  RegionShare(const RegionShare&) = delete;
+  RegionShare& operator=(const RegionShare&) = delete;
+
+  int threads() const { return std::max(1, num_threads() / (others_ + 1)); }
+
+ private:
+  int others_;
+};
+
+}  // namespace
+
+int fair_share_of_threads() { return std::max(1, num_threads() / (threads_in_regions().load() + 1)); }
+
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  const int threads = static_cast<int>(std::min<int64_t>(num_threads(), (n + grain - 1) / grain));
-  if (threads <= 1 || in_parallel_region()) {
+  const int64_t chunks = (n + grain - 1) / grain;
+  if (chunks <= 1 || num_threads() <= 1 || in_parallel_region()) {
+    fn(0, n);
+    return;
+  }
+  const RegionShare share;
+  const int threads = static_cast<int>(std::min<int64_t>(share.threads(), chunks));
+  if (threads <= 1) {
     fn(0, n);
     return;
   }

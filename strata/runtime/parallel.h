@@ -18,8 +18,12 @@ int num_threads();
 void set_num_threads(int n);
 
 /// Runs fn(begin, end) over [0, n) in chunks of at least `grain` elements, on the pool when n is large enough,
-/// inline otherwise. Exceptions thrown by fn are rethrown on the calling thread.
+/// inline otherwise. The pool's cores are shared with other host threads running regions at the same time. Exceptions thrown by fn are rethrown on the calling thread.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+/// The threads a parallel region started now would take: num_threads() shared with the other host threads running
+/// regions at this moment (Note [Sharing the cores between devices] in parallel.cpp).
+int fair_share_of_threads();
 
 /// True on a pool thread inside parallel_for (nested calls then run inline).
 bool in_parallel_region();

@@ -13,7 +13,7 @@ using CreateBackendFn = Backend* (*)(std::string* why_not);
 inline constexpr const char* kCreateBackendSymbol = "strata_create_backend";
 inline constexpr const char* kCudaPluginFile = "libstrata_cuda.so";
 
-/// Index to pass to Backend methods: the CPU's -1 becomes 0; "cuda" must be resolved first.
+/// Index to pass to Backend methods; "cuda" must be resolved first.
 inline int backend_index(Device device) { return device.index() < 0 ? 0 : device.index(); }
 
 }  // namespace strata

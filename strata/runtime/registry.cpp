@@ -12,6 +12,7 @@
 
 #include "strata/backends/cpu/cpu_backend.h"
 #include "strata/core/error.h"
+#include "strata/runtime/cpu_devices.h"
 #include "strata/runtime/plugin.h"
 
 namespace strata {
@@ -155,7 +156,7 @@ int device_count(DeviceType type) {
 }
 
 Device resolve(Device device) {
-  if (device.is_cpu() || device.has_index()) return device.is_cpu() ? kCPU : device;
+  if (device.has_index()) return device;  // every CPU device has one
   return Device(device.type(), backend(device.type()).current_device());
 }
 
@@ -163,8 +164,14 @@ void check_device(Device device) {
   Backend* b = find_backend(device.type());
   STRATA_CHECK(b != nullptr, DeviceUnavailableError, "device {} is unavailable: {}", device,
                unavailable_reason(device.type()));
-  if (device.is_cpu() || !device.has_index()) return;
+  if (!device.has_index()) return;
   const int count = b->device_count();
+  if (device.is_cpu()) {
+    STRATA_CHECK(device.index() < count, DeviceUnavailableError,
+                 "device {} is unavailable: there {} {} CPU device(s) (cpu:0..cpu:{}); {}=N sets how many, before the "
+                 "program starts", device, count == 1 ? "is" : "are", count, count - 1, kCpuDevicesVariable);
+    return;
+  }
   STRATA_CHECK(device.index() < count, DeviceUnavailableError,
                "device {} is unavailable: this machine has {} {} device(s) (valid indices 0..{})", device, count,
                device_type_name(device.type()), count - 1);

@@ -16,9 +16,9 @@ Backend& backend(DeviceType type);
 Backend& backend(Device device);
 /// Why a device type is unavailable; empty when it is available.
 std::string unavailable_reason(DeviceType type);
-/// Number of devices of a type (0 when unavailable; 1 for the CPU).
+/// Number of devices of a type (0 when unavailable; for the CPU, 1 unless virtual devices are on).
 int device_count(DeviceType type);
-/// Fills in the index of "cuda" with the current device; the CPU stays index -1.
+/// Fills in the index of "cuda" with the current device; a device with an index (every CPU device) is returned as is.
 Device resolve(Device device);
 /// Throws DeviceUnavailableError naming the device and the reason when `device` cannot be used.
 void check_device(Device device);

@@ -62,12 +62,17 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   dst_device = resolve(dst_device);
   src_device = resolve(src_device);
   if (bytes == 0) return;
+  auto& c = counters();
+  const auto n = static_cast<int64_t>(bytes);
   if (dst_device.is_cpu() && src_device.is_cpu()) {
+    // Between two virtual CPU devices it is a device-to-device copy like any other (Note [Virtual CPU devices]).
+    if (dst_device != src_device) {
+      c.d2d_copies.fetch_add(1, std::memory_order_relaxed);
+      c.d2d_bytes.fetch_add(n, std::memory_order_relaxed);
+    }
     std::memcpy(dst, src, bytes);
     return;
   }
-  auto& c = counters();
-  const auto n = static_cast<int64_t>(bytes);
   if (src_device.is_cpu()) {
     c.h2d_copies.fetch_add(1, std::memory_order_relaxed);
     c.h2d_bytes.fetch_add(n, std::memory_order_relaxed);

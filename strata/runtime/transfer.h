@@ -22,8 +22,8 @@ struct TransferCounters {
 TransferCounters transfer_counters();
 void reset_transfer_counters();
 
-/// Copies bytes between two devices through the right backend and counts it. Host→host copies are plain
-/// memcpy and not counted. `blocking` waits for the copy (and counts a synchronisation when a GPU is involved).
+/// Copies bytes between two devices through the right backend and counts it. Copies within one CPU device are
+/// plain memcpy and not counted; between two virtual CPU devices they count as device-to-device. `blocking` waits for the copy (and counts a synchronisation when a GPU is involved).
 /// `stream` is one of the GPU side's, between two GPUs one of the source's; ordering the copy with other streams is
 /// the caller's part (Note [Copies between two GPUs] in tensor/copy.cpp).
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes,

@@ -157,7 +157,8 @@ void Tensor::record_stream(const Stream& stream) const {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
-  const Tensor host = to(kCPU).to(dtype_of<T>).contiguous();
+  // Any CPU device's memory is the host's: reading it is no copy between devices.
+  const Tensor host = (device().is_cpu() ? *this : to(kCPU)).to(dtype_of<T>).contiguous();
   std::vector<T> values(static_cast<std::size_t>(host.numel()));
   if constexpr (std::is_same_v<T, bool>) {
     const auto* bytes = host.data<std::uint8_t>();
@@ -180,7 +181,7 @@ template std::vector<double> Tensor::to_vector<double>() const;
 Scalar Tensor::item() const {
   STRATA_CHECK(numel() == 1, ShapeError, "item: the tensor must have exactly one element, but has shape {} ({})",
                shape(), numel());
-  const Tensor host = to(kCPU);
+  const Tensor host = device().is_cpu() ? *this : to(kCPU);
   return visit_dtype(dtype(), [&](auto zero) -> Scalar {
     using T = decltype(zero);
     T value;

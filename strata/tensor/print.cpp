@@ -140,7 +140,7 @@ std::string values_str(const Tensor& t) {
     cut[static_cast<std::size_t>(d)] = true;
   }
   std::size_t width = 1;
-  const std::vector<std::string> cells = cells_of(data.to(kCPU), width);
+  const std::vector<std::string> cells = cells_of(data.device().is_cpu() ? data : data.to(kCPU), width);
   if (t.dim() == 0) return cells[0];
   return Layout(cells, data.shape(), cut, width).str(0, 0);
 }

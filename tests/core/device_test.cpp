@@ -9,8 +9,8 @@
 namespace strata {
 namespace {
 
-TEST(Device, ParsesAndPrintsTheThreeForms) {
-  for (const char* text : {"cpu", "cuda", "cuda:1", "cuda:12"}) {
+TEST(Device, ParsesAndPrintsEveryForm) {
+  for (const char* text : {"cpu", "cpu:1", "cpu:63", "cuda", "cuda:1", "cuda:12"}) {
     std::ostringstream os;
     os << Device(text);
     EXPECT_EQ(os.str(), text);
@@ -24,10 +24,25 @@ TEST(Device, CudaIndexIsKept) {
   EXPECT_FALSE(Device("cuda").has_index());
 }
 
-TEST(Device, CpuZeroIsAnAliasOfCpu) { EXPECT_EQ(Device("cpu:0"), kCPU); }
+TEST(Device, CpuZeroIsAnAliasOfCpu) {
+  EXPECT_EQ(Device("cpu:0"), kCPU);
+  EXPECT_EQ(Device("cpu"), Device(DeviceType::CPU, 0));
+  EXPECT_EQ(Device("cpu:0").str(), "cpu");
+}
+
+TEST(Device, EveryCpuDeviceHasAnIndex) {
+  EXPECT_TRUE(kCPU.has_index());
+  EXPECT_EQ(Device(DeviceType::CPU).index(), 0);
+  EXPECT_EQ(Device(DeviceType::CPU, -1), kCPU);
+  const Device second("cpu:1");
+  EXPECT_TRUE(second.is_cpu());
+  EXPECT_EQ(second.index(), 1);
+  EXPECT_NE(second, kCPU);
+  EXPECT_NE(std::hash<Device>{}(second), std::hash<Device>{}(kCPU));
+}
 
 TEST(Device, BadStringsThrowNamingTheStringAndTheAcceptedForms) {
-  for (const char* text : {"gpu0", "cuda:-1", "cuda:x", "cuda:", "", "CUDA", "cuda:1:2", "cpu:1"}) {
+  for (const char* text : {"gpu0", "cuda:-1", "cuda:x", "cuda:", "", "CUDA", "cuda:1:2", "cpu:-1", "cpu:", "cpu:one"}) {
     try {
       Device d(text);
       ADD_FAILURE() << "no error for '" << text << "'";

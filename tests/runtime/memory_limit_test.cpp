@@ -42,7 +42,7 @@ TEST(MemoryLimitParsing, ReadsTheExampleOfTheDocumentation) {
   const auto limits = parse_memory_limits("cuda:0=2GiB,cpu=8GiB");
   ASSERT_EQ(limits.size(), 2u);
   EXPECT_EQ(limits[0], bytes_limit(Device(DeviceType::CUDA, 0), 2 * kGiB));
-  EXPECT_EQ(limits[1], bytes_limit(kCPU, 8 * kGiB));
+  EXPECT_EQ(limits[1], (MemoryLimit{kCPU, 8 * kGiB, std::nullopt, /*whole_type=*/true}));
 }
 
 TEST(MemoryLimitParsing, AcceptsEveryUnit) {

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <atomic>
+#include <thread>
+
 #include "strata/runtime/parallel.h"
 
 namespace strata {
@@ -22,6 +25,57 @@ TEST(OneCpuThreadPool, OpenBlasRunsOnOurPoolAndLeavesItWhole) {
 #else
   GTEST_SKIP() << "built without Debian's OpenMP build of OpenBLAS (libopenblas0-openmp)";
 #endif
+}
+
+// Restores the pool's size when a test ends.
+class PoolSize {
+ public:
+  explicit PoolSize(int n) : previous_(num_threads()) { set_num_threads(n); }
+  ~PoolSize() { set_num_threads(previous_); }
+
+ private:
+  int previous_;
+};
+
+// Note [Sharing the cores between devices]: a region started while another host thread is in one takes half the
+// pool; alone, a thread takes the whole of it. Team sizes are asked of OpenMP, not timed.
+TEST(SharingTheCores, TwoHostThreadsInRegionsTakeHalfThePoolEach) {
+  const PoolSize pool(4);
+  EXPECT_EQ(fair_share_of_threads(), 4);
+  std::atomic<bool> inside{false}, observed{false};
+  std::atomic<int> first_team{0}, second_team{0};
+  std::thread first([&] {
+    parallel_for(4, 1, [&](int64_t begin, int64_t) {
+      if (begin == 0) {
+        first_team = omp_get_num_threads();
+        inside = true;
+        while (!observed) std::this_thread::yield();
+      }
+    });
+  });
+  while (!inside) std::this_thread::yield();
+  const int share = fair_share_of_threads();
+  parallel_for(4, 1, [&](int64_t begin, int64_t) {
+    if (begin == 0) second_team = omp_get_num_threads();
+  });
+  observed = true;
+  first.join();
+  EXPECT_EQ(first_team, 4);
+  EXPECT_EQ(share, 2);
+  EXPECT_EQ(second_team, 2);
+  EXPECT_EQ(fair_share_of_threads(), 4) << "the count of threads in regions went back to zero";
+}
+
+TEST(SharingTheCores, ARegionAloneTakesThePoolAndSmallWorkRunsInline) {
+  const PoolSize pool(3);
+  int team = 0;
+  parallel_for(3, 1, [&](int64_t begin, int64_t) {
+    if (begin == 0) team = omp_get_num_threads();
+  });
+  EXPECT_EQ(team, 3);
+  bool inline_call = false;
+  parallel_for(10, 100, [&](int64_t begin, int64_t end) { inline_call = begin == 0 && end == 10 && !in_parallel_region(); });
+  EXPECT_TRUE(inline_call);
 }
 
 }  // namespace

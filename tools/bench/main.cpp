@@ -1,4 +1,4 @@
-// strata-bench: the benchmark suite (matrix product, the D2L exercise, vector add, two GPUs, conv2d and Linear,
+// strata-bench: the benchmark suite (matrix product, the D2L exercise, vector add, two devices, conv2d and Linear,
 // a training epoch, per-op overhead, start-up and compile time) as a table, or one JSON document with --json.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "strata/data/idx.h"
+#include "strata/runtime/cpu_devices.h"
+#include "strata/runtime/cuda.h"
 #include "suite.h"
 #include "tools/tool_output.h"
 
@@ -53,6 +55,16 @@ int main(int argc, char** argv) {
     for (const Workload& w : workloads()) known = known || w.name == name;
     if (!known) {
       std::fprintf(stderr, "strata-bench: unknown workload '%s' (--list shows them)\n", name.c_str());
+      return 2;
+    }
+  }
+  // The two-device workload runs on two virtual CPU devices when there are not two GPUs; they must exist before the
+  // first CPU allocation. Other workloads use cpu:0, which is unchanged.
+  if (wanted.empty() || wanted.count("two_devices") != 0) {
+    try {
+      if (strata::cuda::device_count() < 2 && strata::cpu_device_count() < 2) strata::set_cpu_device_count(2);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "strata-bench: %s\n", e.what());
       return 2;
     }
   }

@@ -1,8 +1,9 @@
-// Compute workloads of strata-bench: matrix product, the D2L synchronisation exercise, vector add, two GPUs,
+// Compute workloads of strata-bench: matrix product, the D2L synchronisation exercise, vector add, two devices,
 // conv2d and Linear. Every GPU part runs only when CUDA is available and says why it did not otherwise.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <thread>
 #include <cstdint>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "strata/nn/functional.h"
 #include "strata/runtime/cuda.h"
 #include "strata/runtime/parallel.h"
+#include "strata/runtime/registry.h"
 #include "strata/runtime/stream.h"
 #include "strata/runtime/transfer.h"
 #include "strata/tensor/factories.h"
@@ -203,16 +205,13 @@ WorkloadResult vector_add(const RunOptions& o) {
   return r;
 }
 
-// --- (4) two GPUs at once vs one after the other ---
-WorkloadResult multi_gpu(const RunOptions& o) {
+// --- (4) two devices at once vs one after the other ---
+// Two GPUs when there are: one host thread queues the products on both, as the work is asynchronous. Otherwise two
+// virtual CPU devices (main() turns them on): CPU work runs on the calling thread, so each device gets a host thread
+// of its own, and the cores are shared between them (Note [Sharing the cores between devices]). There the ideal is
+// "no slower than one after the other"; running twice as many threads as cores would make it slower.
+WorkloadResult two_gpus(const RunOptions& o) {
   WorkloadResult r;
-  const int count = cuda::is_available() ? cuda::device_count() : 0;
-  if (count < 2) {
-    r.skipped = true;
-    r.skip_reason = cuda::is_available() ? fmt::format("needs two GPUs, this machine has {}", count)
-                                         : "needs two GPUs; CUDA unavailable: " + cuda::unavailable_reason();
-    return r;
-  }
   const Device d0(DeviceType::CUDA, 0), d1(DeviceType::CUDA, 1);
   const int64_t n = 4096;
   const int products = o.quick ? 10 : 50;
@@ -240,6 +239,61 @@ WorkloadResult multi_gpu(const RunOptions& o) {
                        fmt::format("{} f32 products n={} on cuda:0, then on cuda:1", products, n)});
   r.metrics.push_back({"multi_gpu_concurrent_ms", both * 1e3, "ms", Better::Lower, "the same, both GPUs at once"});
   r.metrics.push_back({"multi_gpu_speedup", serial / both, "x", Better::Higher, "ideal 2"});
+  r.notes.push_back("devices: cuda:0 and cuda:1");
+  return r;
+}
+
+WorkloadResult two_cpu_devices(const RunOptions& o) {
+  WorkloadResult r;
+  const Device d0(DeviceType::CPU, 0), d1(DeviceType::CPU, 1);
+  // A step of a small MLP, forward and backward: many short ops, where a descheduled thread stalls each region.
+  const int64_t batch = 64, width = 512;
+  const int steps = o.quick ? 10 : 40;
+  struct Model {
+    Tensor x, w1, w2;
+  };
+  const auto model_on = [&](Device d) {
+    return Model{randn({batch, width}, d), randn({width, width}, d).requires_grad_(),
+                 randn({width, 10}, d).requires_grad_()};
+  };
+  const Model m0 = model_on(d0), m1 = model_on(d1);
+  auto work = [&](const Model& m) {
+    for (int i = 0; i < steps; ++i) {
+      sum(matmul(relu(matmul(m.x, m.w1)), m.w2)).backward();
+    }
+  };
+  const double serial = median_seconds(
+      [&] {
+        work(m0);
+        work(m1);
+      },
+      5);
+  const double both = median_seconds(
+      [&] {
+        std::thread second([&] { work(m1); });
+        work(m0);
+        second.join();
+      },
+      5);
+  r.metrics.push_back({"two_cpu_devices_serial_ms", serial * 1e3, "ms", Better::Lower,
+                       fmt::format("{} MLP steps ({}x{} @ {}x{}, relu, @ {}x10, backward) on cpu:0, then cpu:1",
+                                   steps, batch, width, width, width, width)});
+  r.metrics.push_back({"two_cpu_devices_concurrent_ms", both * 1e3, "ms", Better::Lower,
+                       "the same, a host thread per device, at once"});
+  r.metrics.push_back({"two_cpu_devices_ratio", both / serial, "x", Better::Lower,
+                       "at once / one after the other: ideal 1 (the devices share the cores)"});
+  r.notes.push_back(fmt::format("devices: cpu:0 and cpu:1, virtual CPU devices sharing {} threads (fewer than two "
+                                "GPUs here{})",
+                                num_threads(), cuda::is_available() ? "" : "; CUDA unavailable"));
+  return r;
+}
+
+WorkloadResult two_devices(const RunOptions& o) {
+  if (cuda::is_available() && cuda::device_count() >= 2) return two_gpus(o);
+  if (device_count(DeviceType::CPU) >= 2) return two_cpu_devices(o);
+  WorkloadResult r;
+  r.skipped = true;
+  r.skip_reason = "needs two GPUs or two virtual CPU devices (STRATA_CPU_DEVICES=2)";
   return r;
 }
 
@@ -327,7 +381,8 @@ std::vector<Workload> compute_workloads() {
   return {{"matmul", "1. matrix product, f32 GFLOP/s", matmul},
           {"d2l", "2. D2L: 1000 products of 100x100, norm after each vs logged on the device", d2l},
           {"vector_add", "3. vector add of 10M floats", vector_add},
-          {"multi_gpu", "4. two GPUs at once vs one after the other", multi_gpu},
+          {"two_devices", "4. two devices at once vs one after the other (two GPUs, else two virtual CPU devices)",
+           two_devices},
           {"conv", "5. conv2d and Linear, forward and forward+backward", conv}};
 }
 

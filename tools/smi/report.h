@@ -42,7 +42,8 @@ struct DeviceReport {
   AllocatorFigures allocator;
 };
 
-/// Every device this process can use: the CPU first, then cuda:0, cuda:1, ...
+/// Every device this process can use: the CPU devices first (one unless STRATA_CPU_DEVICES is set), then cuda:0,
+/// cuda:1, ...
 struct Report {
   std::vector<DeviceReport> devices;
   std::string cuda_unavailable_reason;  // one line; empty when CUDA is available
@@ -58,7 +59,7 @@ inline std::string format_cuda_version(int version) {
 /// STRATA_MEMORY_LIMIT and throws InvalidArgumentError when it is malformed).
 inline DeviceReport describe_device(Device device) {
   Backend& device_backend = backend(device);
-  const int index = device.is_cpu() ? 0 : device.index();
+  const int index = device.index();
   const DeviceProperties properties = device_backend.properties(index);
   const MemoryInfo memory = device_backend.memory_info(index);
   const MemoryStats stats = memory_stats(device);
@@ -80,7 +81,8 @@ inline DeviceReport describe_device(Device device) {
 /// The report for this process, now.
 inline Report collect_report() {
   Report report;
-  report.devices.push_back(describe_device(kCPU));
+  const int cpus = device_count(DeviceType::CPU);
+  for (int i = 0; i < cpus; ++i) report.devices.push_back(describe_device(Device(DeviceType::CPU, i)));
   const int gpus = cuda::device_count();
   for (int i = 0; i < gpus; ++i) report.devices.push_back(describe_device(Device(DeviceType::CUDA, i)));
   if (gpus == 0) report.cuda_unavailable_reason = cuda::unavailable_reason();
@@ -95,7 +97,7 @@ inline nlohmann::ordered_json to_json(const Report& report) {
     ordered_json j;
     j["device"] = d.device.str();
     j["type"] = d.device.is_cpu() ? "cpu" : "cuda";
-    if (!d.device.is_cpu()) j["index"] = d.device.index();
+    j["index"] = d.device.index();
     j["name"] = d.name;
     j["memory_total_bytes"] = d.memory_total_bytes;
     j["memory_used_bytes"] = d.memory_total_bytes - d.memory_available_bytes;

@@ -61,6 +61,9 @@ std::shared_ptr<nn::Sequential> reference_network(Device device) {
 class Network {
  public:
   Network(const TrainOptions& options, int64_t steps_per_epoch) {
+    // The layers draw their weights on the CPU and then move (reference_network), so the CPU's generator is seeded
+    // too: on any other device (a GPU, cpu:1) the weights would otherwise depend on what ran before in the process.
+    default_generator(kCPU).manual_seed(options.seed);
     default_generator(options.device).manual_seed(options.seed);
     model = reference_network(options.device);
     if (options.recipe == Recipe::Reference) {

@@ -474,7 +474,7 @@ using Args = std::vector<std::pair<int, const TensorView*>>;
 // is relaid out once.
 class OneDnnCall {
  public:
-  explicit OneDnnCall(const char* op) : op_(op) {}
+  explicit OneDnnCall(const ops::OpCall& call) : op_(call.op), device_(call.device) {}
 
   /// Runs one pass; `args` maps oneDNN argument ids to our views.
   void run(const ConvShape& s, Pass pass, bool with_bias, const Args& args) {
@@ -508,7 +508,7 @@ class OneDnnCall {
   }
 
   dnnl::memory buffer(const dnnl::memory::desc& desc) {
-    buffers_.push_back(allocate(kCPU, desc.get_size()));
+    buffers_.push_back(allocate(device_, desc.get_size()));  // the call's device: a virtual one has its own memory
     return dnnl::memory(desc, cpu_engine(), buffers_.back().get());
   }
 
@@ -525,6 +525,7 @@ class OneDnnCall {
   }
 
   const char* op_;
+  Device device_;
   std::vector<DataPtr> buffers_;
   std::vector<std::pair<const void*, dnnl::memory>> relaid_;
 };
@@ -545,7 +546,7 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
     case DType::F32: {
       Args args{{DNNL_ARG_SRC, &input}, {DNNL_ARG_WEIGHTS, &weight}, {DNNL_ARG_DST, &out}};
       if (with_bias) args.emplace_back(DNNL_ARG_BIAS, &bias);
-      return OneDnnCall(call.op).run(s, Pass::Forward, with_bias, args);
+      return OneDnnCall(call).run(s, Pass::Forward, with_bias, args);
     }
 #else
     case DType::F32:
@@ -583,7 +584,7 @@ void conv2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_inpu
 #if STRATA_HAVE_DNNL
     case DType::F32: {
       // One OneDnnCall for both passes: grad_output is relaid out once.
-      OneDnnCall onednn(call.op);
+      OneDnnCall onednn(call);
       if (grad_input.data != nullptr) {
         onednn.run(s, Pass::BackwardData, false,
                    {{DNNL_ARG_DIFF_DST, &grad_output}, {DNNL_ARG_WEIGHTS, &weight}, {DNNL_ARG_DIFF_SRC, &grad_input}});

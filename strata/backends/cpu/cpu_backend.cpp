@@ -14,6 +14,7 @@
 #include <string>
 
 #include "strata/core/error.h"
+#include "strata/runtime/cpu_devices.h"
 
 namespace strata {
 
@@ -59,7 +60,8 @@ struct CpuEvent {
 class CpuBackend final : public Backend {
  public:
   DeviceType type() const override { return DeviceType::CPU; }
-  int device_count() const override { return 1; }
+  // Virtual devices share the host: each reports the whole of its memory and cores (Note [Virtual CPU devices]).
+  int device_count() const override { return cpu_device_count(); }
 
   DeviceProperties properties(int) const override {
     DeviceProperties p;
