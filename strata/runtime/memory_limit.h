@@ -38,7 +38,7 @@ struct MemoryLimit {
   Device device;
   std::optional<std::size_t> bytes;  // exactly one of `bytes` and `fraction` is set
   std::optional<double> fraction;
-  bool whole_type = false;  // the entry named a type alone ("cpu", "cuda"): `device` is that type's first device
+  bool whole_type = false;  // the entry named a type alone ("cpu", "cuda"); `device` is then Device(type)
 
   /// The limit in bytes on a device that has `total_memory` bytes.
   std::size_t resolve(std::size_t total_memory) const;

@@ -243,45 +243,50 @@ WorkloadResult two_gpus(const RunOptions& o) {
   return r;
 }
 
-WorkloadResult two_cpu_devices(const RunOptions& o) {
-  WorkloadResult r;
+// One after the other, then a host thread per device at once: the two times and their ratio, under `key`.
+void time_on_two_devices(WorkloadResult& r, const std::string& key, const std::string& what,
+                         const std::function<void(Device)>& work) {
   const Device d0(DeviceType::CPU, 0), d1(DeviceType::CPU, 1);
-  // A step of a small MLP, forward and backward: many short ops, where a descheduled thread stalls each region.
-  const int64_t batch = 64, width = 512;
-  const int steps = o.quick ? 10 : 40;
-  struct Model {
-    Tensor x, w1, w2;
-  };
-  const auto model_on = [&](Device d) {
-    return Model{randn({batch, width}, d), randn({width, width}, d).requires_grad_(),
-                 randn({width, 10}, d).requires_grad_()};
-  };
-  const Model m0 = model_on(d0), m1 = model_on(d1);
-  auto work = [&](const Model& m) {
-    for (int i = 0; i < steps; ++i) {
-      sum(matmul(relu(matmul(m.x, m.w1)), m.w2)).backward();
-    }
-  };
   const double serial = median_seconds(
       [&] {
-        work(m0);
-        work(m1);
+        work(d0);
+        work(d1);
       },
       5);
   const double both = median_seconds(
       [&] {
-        std::thread second([&] { work(m1); });
-        work(m0);
+        std::thread second([&] { work(d1); });
+        work(d0);
         second.join();
       },
       5);
-  r.metrics.push_back({"two_cpu_devices_serial_ms", serial * 1e3, "ms", Better::Lower,
-                       fmt::format("{} MLP steps ({}x{} @ {}x{}, relu, @ {}x10, backward) on cpu:0, then cpu:1",
-                                   steps, batch, width, width, width, width)});
-  r.metrics.push_back({"two_cpu_devices_concurrent_ms", both * 1e3, "ms", Better::Lower,
-                       "the same, a host thread per device, at once"});
-  r.metrics.push_back({"two_cpu_devices_ratio", both / serial, "x", Better::Lower,
+  r.metrics.push_back({key + "_serial_ms", serial * 1e3, "ms", Better::Lower, what + " on cpu:0, then on cpu:1"});
+  r.metrics.push_back({key + "_concurrent_ms", both * 1e3, "ms", Better::Lower, "the same, a host thread per device"});
+  r.metrics.push_back({key + "_ratio", both / serial, "x", Better::Lower,
                        "at once / one after the other: ideal 1 (the devices share the cores)"});
+}
+
+WorkloadResult two_cpu_devices(const RunOptions& o) {
+  WorkloadResult r;
+  // Steps of a small MLP, forward and backward; and a chain of elementwise ops on 200k floats, each op one short
+  // parallel region, where a descheduled thread stalls the region.
+  const int64_t batch = 64, width = 512, n = 200000;
+  const int steps = o.quick ? 10 : 40, ops = o.quick ? 200 : 1000;
+  time_on_two_devices(r, "two_cpu_devices_mlp",
+                      fmt::format("{} MLP steps ({}x{} @ {}x{}, relu, @ {}x10, backward)", steps, batch, width, width,
+                                  width, width),
+                      [&](Device d) {
+                        const Tensor x = randn({batch, width}, d);
+                        const Tensor w1 = randn({width, width}, d).requires_grad_();
+                        const Tensor w2 = randn({width, 10}, d).requires_grad_();
+                        for (int i = 0; i < steps; ++i) sum(matmul(relu(matmul(x, w1)), w2)).backward();
+                      });
+  time_on_two_devices(r, "two_cpu_devices_elementwise", fmt::format("{} times a = a * 0.5 + b, {} floats", ops, n),
+                      [&](Device d) {
+                        Tensor a = rand({n}, d);
+                        const Tensor b = rand({n}, d);
+                        for (int i = 0; i < ops; ++i) a = a * 0.5 + b;
+                      });
   r.notes.push_back(fmt::format("devices: cpu:0 and cpu:1, virtual CPU devices sharing {} threads (fewer than two "
                                 "GPUs here{})",
                                 num_threads(), cuda::is_available() ? "" : "; CUDA unavailable"));
