@@ -1,6 +1,7 @@
 // The backward pass: builds graph nodes for recorded ops and runs them in reverse topological order.
 
 #include <unordered_map>
+#include <utility>
 #include <unordered_set>
 
 #include "strata/autograd/grad_mode.h"
@@ -66,6 +67,10 @@ Tensor apply_hooks(const std::vector<autograd::TensorHook>& hooks, Tensor grad) 
   return grad;
 }
 
+// The callbacks of the backward pass running on this thread (autograd::queue_callback); null outside one.
+thread_local std::vector<std::function<void()>>* queued_callbacks = nullptr;
+thread_local uint64_t backward_passes = 0;
+
 void accumulate(AutogradMeta& meta, Tensor grad) {
   Tensor g = apply_hooks(meta.hooks, std::move(grad));
   if (!meta.grad.defined()) {
@@ -76,15 +81,47 @@ void accumulate(AutogradMeta& meta, Tensor grad) {
   } else {
     add_(meta.grad, g);
   }
+  for (const auto& hook : meta.post_accumulate_hooks) hook(meta.grad);
 }
+
 
 }  // namespace
 
 namespace autograd {
 
+uint64_t backward_pass_id() { return backward_passes; }
+
+void queue_callback(std::function<void()> callback) {
+  STRATA_CHECK(queued_callbacks != nullptr, InvalidArgumentError,
+               "queue_callback: no backward pass is running on this thread");
+  queued_callbacks->push_back(std::move(callback));
+}
+
+namespace {
+
+// Runs the queued callbacks when the pass ends, and leaves no dangling list behind when it throws.
+class CallbackScope {
+ public:
+  CallbackScope() : previous_(std::exchange(queued_callbacks, &callbacks_)) {}
+  ~CallbackScope() { queued_callbacks = previous_; }
+  CallbackScope(const CallbackScope&) = delete;
+  CallbackScope& operator=(const CallbackScope&) = delete;
+  void run() {
+    for (std::size_t i = 0; i < callbacks_.size(); ++i) callbacks_[i]();  // by index: a callback may queue another
+  }
+
+ private:
+  std::vector<std::function<void()>> callbacks_;
+  std::vector<std::function<void()>>* previous_;
+};
+
+}  // namespace
+
 /// Runs the backward pass from `root` with the gradient `grad`.
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   (void)installed;
+  CallbackScope callbacks;
+  ++backward_passes;
   const Edge start = edge_of(root);
   STRATA_CHECK(start.node != nullptr, InvalidArgumentError,
                "backward: the tensor does not require grad and has no grad_fn (did you call requires_grad_() on "
@@ -141,6 +178,7 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
       if (--pending[e.node.get()] == 0) ready.push_back(e.node);
     }
   }
+  callbacks.run();
 }
 
 }  // namespace autograd
@@ -214,6 +252,13 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 Tensor Tensor::detach() const {
   Tensor out(storage(), dtype(), shape(), strides(), offset());
   return out;
+}
+
+void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor& grad)> hook) {
+  auto& meta = meta_of(*this);
+  STRATA_CHECK(meta && meta->requires_grad && !meta->grad_fn, InvalidArgumentError,
+               "register_post_accumulate_grad_hook: only a leaf that requires grad accumulates a gradient");
+  meta->post_accumulate_hooks.push_back(std::move(hook));
 }
 
 void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) {

@@ -40,6 +40,7 @@ struct AutogradMeta {
   std::shared_ptr<autograd::Node> grad_fn;               // the op that produced this tensor; null for leaves
   std::weak_ptr<autograd::Node> grad_accumulator;        // leaves: the node that accumulates into `grad`
   std::vector<autograd::TensorHook> hooks;               // leaves: applied before accumulation
+  std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;  // leaves: called after, with `grad`
 };
 
 }  // namespace strata

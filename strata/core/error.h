@@ -43,6 +43,12 @@ STRATA_DEFINE_ERROR(SyncDebugError, Error);
 STRATA_DEFINE_ERROR(NotImplementedError, Error);
 /// Reading or writing a file failed, or its content is malformed.
 STRATA_DEFINE_ERROR(IOError, Error);
+/// A collective across processes failed: the transport reported an error, or a rank did not take part.
+STRATA_DEFINE_ERROR(DistributedError, Error);
+/// A collective did not finish within the process group's timeout.
+STRATA_DEFINE_ERROR(CollectiveTimeoutError, DistributedError);
+/// Ranks passed different ops, shapes or dtypes to the same collective.
+STRATA_DEFINE_ERROR(CollectiveMismatchError, DistributedError);
 
 #undef STRATA_DEFINE_ERROR
 

@@ -153,6 +153,9 @@ class Tensor {
   Tensor detach() const;
   /// Calls hook(grad) when this tensor's gradient is computed; a defined result replaces the gradient.
   void register_hook(std::function<Tensor(const Tensor&)> hook);
+  /// Calls hook(grad()) each time backward has accumulated a gradient into this leaf (PyTorch's
+  /// register_post_accumulate_grad_hook): what DistributedDataParallel starts each bucket's all-reduce from.
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor& grad)> hook);
   /// The autograd state (created on demand by the autograd layer).
   std::shared_ptr<AutogradMeta>& autograd_meta() const;
 

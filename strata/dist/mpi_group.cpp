@@ -1,0 +1,424 @@
+// The MPI backend of ProcessGroup: one communication thread owns every MPI call, as c10d's ProcessGroupMPI does.
+#include "strata/dist/process_group.h"
+
+#if STRATA_HAVE_MPI
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "strata/core/error.h"
+#include "strata/tensor/factories.h"
+
+namespace strata::dist {
+
+namespace {
+
+// Note [One thread owns MPI]
+// Debian's Open MPI is built with MPI_THREAD_MULTIPLE, but every MPI call of a program made from one thread is the
+// simplest contract to keep: the communication thread calls MPI_Init_thread (FUNNELED), every collective, and
+// MPI_Finalize, in the order the collectives were issued, which is the order every rank must issue them in. The
+// caller's thread only queues work and waits, so a collective overlaps with what the caller does meanwhile (the
+// backward pass, for DistributedDataParallel's buckets). Errors return codes (MPI_ERRORS_RETURN), which become
+// DistributedError on the waiting thread.
+//
+// Note [Checking that ranks agree]
+// Before each collective the ranks all-gather a dozen integers describing it (which collective, dtype, reduce op,
+// root, shape). When they differ, every rank throws CollectiveMismatchError naming rank 0's call and the first rank
+// whose call differs, instead of hanging or mixing data of different layouts. The check is always on: it costs one
+// small all-gather per collective (latency, not bandwidth: strata-bench's all_reduce rows show it at small sizes),
+// and DistributedDataParallel issues a few collectives per step, whereas the failure it catches otherwise shows up
+// as a wrong model or a hang far from its cause.
+//
+// Note [The MPI world ends at exit]
+// The world is built once and lives until the process exits. An atexit handler asks the thread to finalize MPI and
+// joins it, so that mpirun sees a clean exit. When a collective has timed out the thread may be blocked inside MPI
+// for ever: then it is left behind and MPI is not finalized (mpirun reports the rank as failed, which it has).
+
+enum class Kind : int64_t { AllReduce = 1, Broadcast, AllGather, ReduceScatter, Barrier };
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::AllReduce: return "all_reduce";
+    case Kind::Broadcast: return "broadcast";
+    case Kind::AllGather: return "all_gather";
+    case Kind::ReduceScatter: return "reduce_scatter";
+    case Kind::Barrier: return "barrier";
+  }
+  return "collective";
+}
+
+constexpr int kMaxDims = 7;
+using Descriptor = std::array<int64_t, 5 + kMaxDims>;  // kind, dtype, op, root, ndim, dims...
+
+Descriptor describe(Kind kind, const Tensor& t, ReduceOp op, int root) {
+  Descriptor d{};
+  d[0] = static_cast<int64_t>(kind);
+  if (t.defined()) {
+    d[1] = static_cast<int64_t>(t.dtype());
+    d[4] = t.dim();
+    for (int64_t i = 0; i < std::min<int64_t>(t.dim(), kMaxDims); ++i) d[static_cast<std::size_t>(5 + i)] = t.size(i);
+  }
+  d[2] = static_cast<int64_t>(op);
+  d[3] = root;
+  return d;
+}
+
+std::string describe_text(const Descriptor& d) {
+  const auto kind = static_cast<Kind>(d[0]);
+  std::vector<int64_t> dims(d.begin() + 5, d.begin() + 5 + std::min<int64_t>(d[4], kMaxDims));
+  std::string text = fmt::format("{} of [{}] {}", kind_name(kind), fmt::join(dims, ", "),
+                                 dtype_name(static_cast<DType>(d[1])));
+  if (kind == Kind::AllReduce || kind == Kind::ReduceScatter) {
+    text += fmt::format(" ({})", reduce_op_name(static_cast<ReduceOp>(d[2])));
+  }
+  if (kind == Kind::Broadcast) text += fmt::format(" from rank {}", d[3]);
+  return text;
+}
+
+MPI_Datatype mpi_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return MPI_FLOAT;
+    case DType::F64: return MPI_DOUBLE;
+    case DType::I32: return MPI_INT32_T;
+    case DType::I64: return MPI_INT64_T;
+    case DType::U8:
+    case DType::Bool: return MPI_UINT8_T;
+    default: return MPI_DATATYPE_NULL;  // f16 and bf16 are staged as f32
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Min: return MPI_MIN;
+    case ReduceOp::Max: return MPI_MAX;
+    default: return MPI_SUM;  // Avg is a sum divided afterwards
+  }
+}
+
+void check_mpi(int code, const char* what, int rank) {
+  if (code == MPI_SUCCESS) return;
+  std::array<char, MPI_MAX_ERROR_STRING> text{};
+  int length = 0;
+  MPI_Error_string(code, text.data(), &length);
+  STRATA_THROW(DistributedError, "{} failed on rank {}: {}", what, rank, std::string(text.data(), length));
+}
+
+void divide(void* data, DType dtype, int64_t n, int by) {
+  if (dtype == DType::F32) {
+    auto* p = static_cast<float*>(data);
+    for (int64_t i = 0; i < n; ++i) p[i] /= static_cast<float>(by);
+  } else {
+    auto* p = static_cast<double*>(data);
+    for (int64_t i = 0; i < n; ++i) p[i] /= static_cast<double>(by);
+  }
+}
+
+class MpiGroup;
+
+class MpiWork final : public Work {
+ public:
+  MpiWork(std::string what, std::chrono::milliseconds timeout, std::shared_ptr<std::atomic<bool>> broken)
+      : what_(std::move(what)), timeout_(timeout), broken_(std::move(broken)) {}
+
+  void wait() override {
+    std::unique_lock lock(mutex_);
+    if (!done_.wait_for(lock, timeout_, [this] { return finished_; })) {
+      broken_->store(true);
+      STRATA_THROW(CollectiveTimeoutError,
+                   "{} did not finish within {} s; another rank may have died, or issued other collectives in another "
+                   "order (STRATA_DIST_TIMEOUT sets the timeout in seconds)",
+                   what_, std::chrono::duration<double>(timeout_).count());
+    }
+    if (error_) std::rethrow_exception(error_);
+    if (after_) {
+      auto after = std::exchange(after_, nullptr);
+      lock.unlock();
+      after();
+    }
+  }
+
+  bool is_completed() override {
+    std::lock_guard lock(mutex_);
+    return finished_;
+  }
+
+  void finish(std::exception_ptr error) {
+    {
+      std::lock_guard lock(mutex_);
+      finished_ = true;
+      error_ = std::move(error);
+    }
+    done_.notify_all();
+  }
+
+  /// Runs on the waiting thread once the collective has finished (copying staged results back to a GPU).
+  void set_after(std::function<void()> after) { after_ = std::move(after); }
+  const std::string& what() const { return what_; }
+
+ private:
+  std::string what_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<std::atomic<bool>> broken_;
+  std::mutex mutex_;
+  std::condition_variable done_;
+  bool finished_ = false;
+  std::exception_ptr error_;
+  std::function<void()> after_;
+};
+
+// A tensor as MPI sees it: host memory of an MPI type. CPU tensors of such a type, contiguous, are used in place;
+// others (GPU tensors, f16 and bf16) through a host copy that is written back when the caller waits.
+struct Staged {
+  Tensor original;
+  Tensor host;
+  bool copied = false;
+};
+
+Staged stage(const char* op, const Tensor& t) {
+  STRATA_CHECK(t.defined(), InvalidArgumentError, "{}: the tensor is undefined", op);
+  STRATA_CHECK(t.is_contiguous(), InvalidArgumentError,
+               "{}: the tensor must be contiguous (call .contiguous() and pass the result)", op);
+  Staged s{t, t};
+  if (!t.device().is_cpu() || mpi_type(t.dtype()) == MPI_DATATYPE_NULL) {
+    const DType wire = mpi_type(t.dtype()) == MPI_DATATYPE_NULL ? DType::F32 : t.dtype();
+    s.host = t.to(kCPU).to(wire).contiguous();  // a counted device-to-host copy for a GPU tensor
+    s.copied = true;
+  }
+  return s;
+}
+
+void write_back(Staged& s) {
+  if (s.copied) s.original.copy_(s.host.to(s.original.dtype()).to(s.original.device()));
+}
+
+class MpiGroup final : public ProcessGroup {
+ public:
+  explicit MpiGroup(const ProcessGroupOptions& options) : options_(options) {
+    std::promise<void> started;
+    auto ready = started.get_future();
+    thread_ = std::thread([this, &started] { run(started); });
+    try {
+      ready.get();
+    } catch (...) {
+      thread_.join();
+      throw;
+    }
+  }
+
+  ~MpiGroup() override { stop(); }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (broken_->load()) {
+      thread_.detach();  // Note [The MPI world ends at exit]
+    } else if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend_name() const override { return "mpi"; }
+
+  std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op) override {
+    STRATA_CHECK(tensor.defined(), InvalidArgumentError, "all_reduce: the tensor is undefined");
+    check_reducible("all_reduce", tensor, op);
+    auto staged = std::make_shared<Staged>(stage("all_reduce", tensor));
+    return enqueue(Kind::AllReduce, tensor, op, 0, staged, [this, staged, op] {
+      Tensor& h = staged->host;
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, h.data_ptr(), static_cast<int>(h.numel()), mpi_type(h.dtype()),
+                              mpi_op(op), MPI_COMM_WORLD),
+                "MPI_Allreduce", rank_);
+      if (op == ReduceOp::Avg) divide(h.data_ptr(), h.dtype(), h.numel(), size_);
+    });
+  }
+
+  std::shared_ptr<Work> broadcast(Tensor& tensor, int root) override {
+    STRATA_CHECK(root >= 0 && root < size_, InvalidArgumentError, "broadcast: root {} is not a rank of a world of {}",
+                 root, size_);
+    auto staged = std::make_shared<Staged>(stage("broadcast", tensor));
+    return enqueue(Kind::Broadcast, tensor, ReduceOp::Sum, root, staged, [this, staged, root] {
+      Tensor& h = staged->host;
+      check_mpi(MPI_Bcast(h.data_ptr(), static_cast<int>(h.numel()), mpi_type(h.dtype()), root, MPI_COMM_WORLD),
+                "MPI_Bcast", rank_);
+    });
+  }
+
+  std::shared_ptr<Work> all_gather(Tensor& output, const Tensor& input) override {
+    check_gathered("all_gather", output, input);
+    auto in = std::make_shared<Staged>(stage("all_gather", input));
+    auto out = std::make_shared<Staged>(stage("all_gather", output));
+    return enqueue(Kind::AllGather, input, ReduceOp::Sum, 0, out, [this, in, out] {
+      const int count = static_cast<int>(in->host.numel());
+      check_mpi(MPI_Allgather(in->host.data_ptr(), count, mpi_type(in->host.dtype()), out->host.data_ptr(), count,
+                              mpi_type(out->host.dtype()), MPI_COMM_WORLD),
+                "MPI_Allgather", rank_);
+    });
+  }
+
+  std::shared_ptr<Work> reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op) override {
+    check_gathered("reduce_scatter", input, output);
+    check_reducible("reduce_scatter", output, op);
+    auto in = std::make_shared<Staged>(stage("reduce_scatter", input));
+    auto out = std::make_shared<Staged>(stage("reduce_scatter", output));
+    return enqueue(Kind::ReduceScatter, output, op, 0, out, [this, in, out, op] {
+      Tensor& h = out->host;
+      check_mpi(MPI_Reduce_scatter_block(in->host.data_ptr(), h.data_ptr(), static_cast<int>(h.numel()),
+                                         mpi_type(h.dtype()), mpi_op(op), MPI_COMM_WORLD),
+                "MPI_Reduce_scatter_block", rank_);
+      if (op == ReduceOp::Avg) divide(h.data_ptr(), h.dtype(), h.numel(), size_);
+    });
+  }
+
+  std::shared_ptr<Work> barrier() override {
+    return enqueue(Kind::Barrier, Tensor(), ReduceOp::Sum, 0, nullptr,
+                   [this] { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", rank_); });
+  }
+
+ private:
+  struct Job {
+    Descriptor descriptor;
+    std::function<void()> run;
+    std::shared_ptr<MpiWork> work;
+  };
+
+  void check_reducible(const char* op, const Tensor& t, ReduceOp reduce) const {
+    STRATA_CHECK(t.dtype() != DType::Bool, DTypeError, "{}: bool tensors cannot be reduced", op);
+    STRATA_CHECK(reduce != ReduceOp::Avg || is_floating(t.dtype()), DTypeError,
+                 "{}: avg needs a floating dtype, not {}", op, t.dtype());
+  }
+
+  void check_gathered(const char* op, const Tensor& big, const Tensor& small) const {
+    STRATA_CHECK(big.defined() && small.defined(), InvalidArgumentError, "{}: a tensor is undefined", op);
+    STRATA_CHECK(big.dim() == small.dim() + 1 && big.size(0) == size_ && big.numel() == small.numel() * size_ &&
+                     big.dtype() == small.dtype(),
+                 ShapeError, "{}: the larger tensor must be [{}, *{}] {} (the world size first), not {} {}", op, size_,
+                 small.shape(), small.dtype(), big.shape(), big.dtype());
+  }
+
+  std::shared_ptr<Work> enqueue(Kind kind, const Tensor& described, ReduceOp op, int root,
+                                std::shared_ptr<Staged> result, std::function<void()> run) {
+    STRATA_CHECK(!broken_->load(), DistributedError,
+                 "{}: the process group is unusable after an earlier collective timed out on rank {}", kind_name(kind),
+                 rank_);
+    const Descriptor descriptor = describe(kind, described, op, root);
+    auto work = std::make_shared<MpiWork>(fmt::format("{} on rank {} of {}", describe_text(descriptor), rank_, size_),
+                                          options_.timeout, broken_);
+    if (result && result->copied) work->set_after([result] { write_back(*result); });
+    {
+      std::lock_guard lock(mutex_);
+      jobs_.push_back({descriptor, std::move(run), work});
+    }
+    wake_.notify_one();
+    return work;
+  }
+
+  // Note [Checking that ranks agree].
+  void check_agreement(const Descriptor& mine) {
+    std::vector<int64_t> all(mine.size() * static_cast<std::size_t>(size_));
+    check_mpi(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, all.data(),
+                            static_cast<int>(mine.size()), MPI_INT64_T, MPI_COMM_WORLD),
+              "MPI_Allgather (checking that ranks agree)", rank_);
+    Descriptor first;
+    std::copy_n(all.begin(), first.size(), first.begin());
+    for (int r = 1; r < size_; ++r) {
+      Descriptor other;
+      std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(r * first.size()), other.size(), other.begin());
+      if (other != first) {
+        STRATA_THROW(CollectiveMismatchError,
+                     "ranks disagree on a collective: rank 0 called {}, but rank {} called {} (every rank must issue "
+                     "the same collectives in the same order, with the same shapes and dtypes)",
+                     describe_text(first), r, describe_text(other));
+      }
+    }
+  }
+
+  void run(std::promise<void>& started) {
+    int provided = 0;
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    const int code = initialized ? MPI_SUCCESS : MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    if (code != MPI_SUCCESS) {
+      started.set_exception(std::make_exception_ptr(DistributedError("MPI_Init_thread failed")));
+      return;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    started.set_value();
+    while (true) {
+      Job job;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+        if (jobs_.empty()) break;  // stopping, with nothing left to run
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      std::exception_ptr error;
+      try {
+        check_agreement(job.descriptor);
+        job.run();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      job.work->finish(error);
+    }
+    if (!initialized) MPI_Finalize();
+  }
+
+  ProcessGroupOptions options_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::shared_ptr<std::atomic<bool>> broken_ = std::make_shared<std::atomic<bool>>(false);
+  std::mutex mutex_;  // guards jobs_ and stopping_
+  std::condition_variable wake_;
+  std::deque<Job> jobs_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+MpiGroup* the_mpi_group = nullptr;
+
+}  // namespace
+
+std::shared_ptr<ProcessGroup> make_mpi_group(const ProcessGroupOptions& options, std::string*) {
+  auto group = std::make_shared<MpiGroup>(options);
+  // Note [The MPI world ends at exit]: registered once; the group itself is kept by dist::init's world.
+  if (the_mpi_group == nullptr) {
+    the_mpi_group = group.get();
+    std::atexit([] { the_mpi_group->stop(); });
+  }
+  return group;
+}
+
+}  // namespace strata::dist
+
+#else  // !STRATA_HAVE_MPI
+
+namespace strata::dist {
+
+std::shared_ptr<ProcessGroup> make_mpi_group(const ProcessGroupOptions&, std::string* why_not) {
+  if (why_not != nullptr) *why_not = "this build of Strata has no MPI (install libopenmpi-dev and rebuild)";
+  return nullptr;
+}
+
+}  // namespace strata::dist
+
+#endif

@@ -1,0 +1,153 @@
+// The world of one, the launcher's environment, and dist::init().
+#include "strata/dist/process_group.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <mutex>
+
+#include "strata/core/error.h"
+#include "strata/runtime/cuda.h"
+
+namespace strata::dist {
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Avg: return "avg";
+    case ReduceOp::Min: return "min";
+    case ReduceOp::Max: return "max";
+  }
+  return "unknown";
+}
+
+namespace {
+
+class DoneWork final : public Work {
+ public:
+  void wait() override {}
+  bool is_completed() override { return true; }
+};
+
+void check_gathered_shapes(const char* op, const Tensor& big, const Tensor& small) {
+  STRATA_CHECK(big.dim() == small.dim() + 1 && big.size(0) == 1 && big.numel() == small.numel() &&
+                   big.dtype() == small.dtype() && big.device() == small.device(),
+               ShapeError, "{}: in a world of one the larger tensor must be [1, *{}] {} on {}, not {} {} on {}", op,
+               small.shape(), small.dtype(), small.device(), big.shape(), big.dtype(), big.device());
+}
+
+class LocalGroup final : public ProcessGroup {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string backend_name() const override { return "local"; }
+
+  std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op) override {
+    STRATA_CHECK(tensor.defined(), InvalidArgumentError, "all_reduce: the tensor is undefined");
+    STRATA_CHECK(op != ReduceOp::Avg || is_floating(tensor.dtype()), DTypeError,
+                 "all_reduce: avg needs a floating dtype, not {}", tensor.dtype());
+    return done();
+  }
+  std::shared_ptr<Work> broadcast(Tensor& tensor, int root) override {
+    STRATA_CHECK(tensor.defined(), InvalidArgumentError, "broadcast: the tensor is undefined");
+    STRATA_CHECK(root == 0, InvalidArgumentError, "broadcast: root {} is not a rank of a world of one", root);
+    return done();
+  }
+  std::shared_ptr<Work> all_gather(Tensor& output, const Tensor& input) override {
+    check_gathered_shapes("all_gather", output, input);
+    output.select(0, 0).copy_(input);
+    return done();
+  }
+  std::shared_ptr<Work> reduce_scatter(Tensor& output, const Tensor& input, ReduceOp) override {
+    check_gathered_shapes("reduce_scatter", input, output);
+    output.copy_(input.select(0, 0));
+    return done();
+  }
+  std::shared_ptr<Work> barrier() override { return done(); }
+
+ private:
+  static std::shared_ptr<Work> done() { return std::make_shared<DoneWork>(); }
+};
+
+// The value of an integer variable, or std::nullopt when it is not set.
+std::optional<int> env_int(const char* name, int min) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return std::nullopt;
+  const std::string_view s(text);
+  int value = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  STRATA_CHECK(!s.empty() && ec == std::errc() && ptr == s.data() + s.size() && value >= min, InvalidArgumentError,
+               "{}='{}' is not valid: expected a whole number >= {}", name, s, min);
+  return value;
+}
+
+struct World {
+  std::mutex mutex;
+  std::shared_ptr<ProcessGroup> group;
+};
+
+World& the_world() {
+  static World* const world = new World();  // never destroyed: see Note [The MPI world ends at exit] in mpi_group.cpp
+  return *world;
+}
+
+}  // namespace
+
+std::shared_ptr<ProcessGroup> make_local_group() { return std::make_shared<LocalGroup>(); }
+
+LaunchInfo launch_info() {
+  LaunchInfo info;
+  if (const auto size = env_int("OMPI_COMM_WORLD_SIZE", 1)) {
+    info.launcher = "mpirun";
+    info.size = *size;
+    info.rank = env_int("OMPI_COMM_WORLD_RANK", 0).value_or(0);
+    info.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0).value_or(0);
+  } else if (const auto world_size = env_int("WORLD_SIZE", 1)) {
+    info.launcher = "torchrun";
+    info.size = *world_size;
+    info.rank = env_int("RANK", 0).value_or(0);
+    info.local_rank = env_int("LOCAL_RANK", 0).value_or(0);
+  }
+  STRATA_CHECK(info.rank < info.size, InvalidArgumentError, "the launcher gave rank {} in a world of {}", info.rank,
+               info.size);
+  return info;
+}
+
+ProcessGroup& init() {
+  World& w = the_world();
+  std::lock_guard lock(w.mutex);
+  if (w.group) return *w.group;
+  const LaunchInfo info = launch_info();
+  ProcessGroupOptions options;
+  if (const auto seconds = env_int("STRATA_DIST_TIMEOUT", 1)) options.timeout = std::chrono::seconds(*seconds);
+  if (info.launcher == "mpirun") {
+    std::string why;
+    auto group = make_mpi_group(options, &why);
+    STRATA_CHECK(group != nullptr || info.size == 1, DistributedError,
+                 "dist::init: launched by mpirun with {} ranks, but {}", info.size, why);
+    w.group = group ? group : make_local_group();
+  } else if (info.launcher == "torchrun" && info.size > 1) {
+    STRATA_THROW(NotImplementedError,
+                 "dist::init: WORLD_SIZE={} without mpirun: Strata's transport between processes is MPI, and it has "
+                 "no rendezvous store of its own; launch with `mpirun -np {} ...`",
+                 info.size, info.size);
+  } else {
+    w.group = make_local_group();
+  }
+  return *w.group;
+}
+
+ProcessGroup& world() { return init(); }
+
+bool is_initialized() {
+  World& w = the_world();
+  std::lock_guard lock(w.mutex);
+  return w.group != nullptr;
+}
+
+Device local_device() {
+  const int gpus = cuda::device_count();
+  if (gpus == 0) return kCPU;
+  return Device(DeviceType::CUDA, launch_info().local_rank % gpus);
+}
+
+}  // namespace strata::dist

@@ -1,0 +1,88 @@
+#pragma once
+
+// Collectives across processes (PyTorch's c10d, in C++): a ProcessGroup is the world of ranks a program runs in,
+// and each collective returns a Work to wait on. dist::init() builds the world from the launcher's environment.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "strata/tensor/tensor.h"
+
+namespace strata::dist {
+
+enum class ReduceOp { Sum, Avg, Min, Max };
+std::string_view reduce_op_name(ReduceOp op);
+
+/// A collective in flight. wait() blocks until it has finished on this rank (the results are then in the tensors)
+/// and rethrows its error; it throws CollectiveTimeoutError when the group's timeout passes first.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+  virtual bool is_completed() = 0;
+};
+
+/// Settings of a process group.
+struct ProcessGroupOptions {
+  /// How long a collective may take before wait() gives up with CollectiveTimeoutError naming the op, the rank and
+  /// the sizes (STRATA_DIST_TIMEOUT, in seconds, overrides it in dist::init()).
+  std::chrono::milliseconds timeout = std::chrono::minutes(5);
+};
+
+// Note [Collectives]
+// Every rank calls the same collectives in the same order, with tensors of the same shape and dtype (all_gather's
+// and reduce_scatter's larger side has the world size as its first dimension). Tensors are updated in place; they
+// must stay alive and untouched until the Work completes. Any device works: the MPI backend stages GPU tensors
+// through host memory, counted as copies. Avg divides the sum by the world size (floating dtypes only). Before each
+// collective the ranks compare what they were given, so a mismatch is a CollectiveMismatchError naming both sides on
+// every rank rather than a hang or garbage (Note [Checking that ranks agree] in mpi_group.cpp says what it costs).
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// "mpi", "local" (a world of one).
+  virtual std::string backend_name() const = 0;
+
+  virtual std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum) = 0;
+  virtual std::shared_ptr<Work> broadcast(Tensor& tensor, int root) = 0;
+  /// output: [size, *input.shape]; row r receives rank r's input.
+  virtual std::shared_ptr<Work> all_gather(Tensor& output, const Tensor& input) = 0;
+  /// input: [size, *output.shape]; output receives the reduction over ranks of row `rank()`.
+  virtual std::shared_ptr<Work> reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::Sum) = 0;
+  virtual std::shared_ptr<Work> barrier() = 0;
+};
+
+/// A world of one: every collective is the identity (Avg too) and completes at once. What a program gets without a
+/// launcher, or in a build without MPI.
+std::shared_ptr<ProcessGroup> make_local_group();
+
+/// The MPI world (every rank of `mpirun`), or nullptr with a reason when this build has no MPI.
+std::shared_ptr<ProcessGroup> make_mpi_group(const ProcessGroupOptions& options, std::string* why_not);
+
+/// Where this process is, as the launcher says: Open MPI's OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK}, else torchrun's
+/// RANK, WORLD_SIZE and LOCAL_RANK; a world of one without a launcher.
+struct LaunchInfo {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  std::string launcher;  // "mpirun", "torchrun" or "" (none)
+};
+/// Reads the environment; malformed values are an InvalidArgumentError naming the variable.
+LaunchInfo launch_info();
+
+/// Builds the world once (later calls return the same group): MPI under mpirun, a world of one without a launcher.
+/// Under torchrun's variables alone with a world of more than one, throws NotImplementedError (Strata's transport is
+/// MPI: launch with mpirun). Reads STRATA_DIST_TIMEOUT (seconds) when set.
+ProcessGroup& init();
+/// The world built by init(); init() is called when it has not been.
+ProcessGroup& world();
+bool is_initialized();
+
+/// The device this rank should use: cuda:LOCAL_RANK when there are GPUs (modulo their count), else the CPU.
+Device local_device();
+
+}  // namespace strata::dist
