@@ -49,6 +49,7 @@ const std::vector<Workload>& workloads();
 /// The workloads of each group (defined in workloads_*.cpp).
 std::vector<Workload> compute_workloads();
 std::vector<Workload> system_workloads();
+std::vector<Workload> dist_workloads();
 
 /// Median of `repeats` timed calls of fn after `warmup` untimed ones, in seconds.
 double median_seconds(const std::function<void()>& fn, int repeats, int warmup = 1);
