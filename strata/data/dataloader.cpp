@@ -1,5 +1,6 @@
 #include "strata/data/dataloader.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -100,6 +101,12 @@ int64_t DataLoader::size() const {
   return n / b + (options_.drop_last || n % b == 0 ? 0 : 1);
 }
 
+void DataLoader::set_first_batch(int64_t batch) {
+  STRATA_CHECK(batch >= 0 && batch <= size(), InvalidArgumentError,
+               "DataLoader: set_first_batch({}) is outside an epoch of {} batches", batch, size());
+  first_batch_ = batch;
+}
+
 namespace {
 
 // Prepares batch `k` of an epoch in host memory. Runs on the background thread when prefetching.
@@ -151,11 +158,13 @@ DataLoader::Iterator DataLoader::begin() {
     for (int64_t i = 0; i < n; ++i) epoch->order[static_cast<std::size_t>(i)] = i;
   }
   epoch->num_batches = size();
+  epoch->consumed = std::min(first_batch_, epoch->num_batches);
+  first_batch_ = 0;
   ++epoch_;
-  if (options_.prefetch > 0 && epoch->num_batches > 0) {
+  if (options_.prefetch > 0 && epoch->consumed < epoch->num_batches) {
     Epoch* e = epoch.get();
-    epoch->thread = std::thread([this, e] {
-      for (int64_t k = 0; k < e->num_batches; ++k) {
+    epoch->thread = std::thread([this, e, first = epoch->consumed] {
+      for (int64_t k = first; k < e->num_batches; ++k) {
         Prepared item;
         try {
           item.batch = prepare(*dataset_, options_, e->order, k);

@@ -62,6 +62,9 @@ class DataLoader {
   void set_epoch(uint64_t epoch) { epoch_ = epoch; }
   /// The epoch the next iteration will be.
   uint64_t epoch() const { return epoch_; }
+  /// The next iteration starts at its batch `batch` (0 to size()), leaving out the ones before it, in the same
+  /// order: how a run resumes inside an epoch. Later iterations start at their first batch again.
+  void set_first_batch(int64_t batch);
   const DataLoaderOptions& options() const { return options_; }
   DataLoaderStats stats() const { return stats_; }
 
@@ -104,6 +107,7 @@ class DataLoader {
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   uint64_t epoch_ = 0;
+  int64_t first_batch_ = 0;
   DataLoaderStats stats_;
   std::unique_ptr<Epoch> running_;
 };

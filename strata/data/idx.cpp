@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string_view>
 #include <new>
 #include <string>
 #include <vector>
@@ -62,9 +63,15 @@ class IdxFile {
       const int got = gzread(file_.get(), static_cast<char*>(out) + done, want);
       if (got < 0) {
         int code = 0;
-        const char* message = gzerror(file_.get(), &code);
+        std::string_view message = gzerror(file_.get(), &code);
+        // zlib names the stream by the descriptor gzdopen got ("<fd:3>: invalid code lengths set"); ours names the
+        // file instead.
+        if (message.starts_with("<fd:")) {
+          const auto end = message.find(">: ");
+          if (end != std::string_view::npos) message.remove_prefix(end + 3);
+        }
         STRATA_THROW(IOError, "read_idx: '{}' is corrupt or unreadable: {}", path_.string(),
-                     code == Z_ERRNO ? std::strerror(errno) : message);
+                     code == Z_ERRNO ? std::string_view(std::strerror(errno)) : message);
       }
       if (got == 0) break;
       done += static_cast<std::size_t>(got);

@@ -29,8 +29,9 @@ struct SafetensorsContent {
 };
 
 /// Writes `tensors` (any device, any layout: they are read to the host, contiguous) and `metadata` to `path`
-/// atomically: the bytes go to a new `<path>.tmp-<pid>-<n>`, which is flushed to disk and renamed over `path`, so a
-/// failure at any point leaves the previous file as it was. Throws IOError naming the file and the problem.
+/// atomically: the bytes go to a new file (io::AtomicFile), which is flushed to disk and renamed over `path`, so a
+/// failure at any point leaves the previous file as it was, and a killed save leaves no temporary file for good
+/// (Note [Saves leave nothing behind]). Throws IOError naming the file and the problem.
 void save_safetensors(const std::filesystem::path& path, const TensorMap& tensors, const Metadata& metadata = {});
 
 /// Reads a safetensors file, validating the whole header before trusting any of it, and places the tensors on

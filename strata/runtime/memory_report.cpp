@@ -31,8 +31,9 @@ std::string hint(const OutOfMemoryReport& r) {
   if (r.stopped_by_limit) {
     return fmt::format(
         "The memory limit of {} refused it: a new segment would take reserved memory from {} past the limit of {}. "
-        "Raise the limit with set_memory_limit() or set_memory_fraction(), or through {} (e.g. {}={}={}), or "
-        "remove it with clear_memory_limit().",
+        "Raise the limit with set_memory_limit() or set_memory_fraction(), or through {} ({}={}={} is what this "
+        "request needs on top of what is reserved now; a run that keeps allocating, such as training, will need "
+        "more), or remove it with clear_memory_limit().",
         r.device, format_bytes(r.reserved), format_bytes(r.limit.value_or(0)), kMemoryLimitVariable,
         kMemoryLimitVariable, r.device, limit_suggestion(r.reserved + r.rounded));
   }

@@ -78,7 +78,9 @@ TEST(OutOfMemory, LimitSaysHowToRaiseIt) {
   EXPECT_THAT(message, HasSubstr("1.00 GiB in total, of which 1.00 GiB is free"));
   EXPECT_THAT(message, HasSubstr("the memory limit of cuda:0 is 32.00 MiB"));
   EXPECT_THAT(message, AllOf(kLimitHint, HasSubstr("set_memory_limit()"), HasSubstr("clear_memory_limit()")));
-  EXPECT_THAT(message, HasSubstr("STRATA_MEMORY_LIMIT=cuda:0=40MiB"));
+  EXPECT_THAT(message, HasSubstr("STRATA_MEMORY_LIMIT=cuda:0=40MiB is what this request needs"));
+  // The figure is this request's alone: a training run that fails at one step needs more at the next.
+  EXPECT_THAT(message, HasSubstr("will need more"));
   EXPECT_THAT(message, AllOf(Not(kFragmentationHint), Not(kShortageHint)));
 }
 

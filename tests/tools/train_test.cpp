@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <limits>
 #include <random>
@@ -98,22 +99,145 @@ TEST_P(TrainJob, ResumeEqualsUninterruptedWithAdamScheduleAndAugmentation) {
   expect_resume_equals_uninterrupted(Recipe::Fast, GetParam());
 }
 
+// A run stopped after a random step (through request_stop, as strata-train's SIGINT and SIGTERM handlers do) and
+// resumed from its checkpoint ends exactly where the uninterrupted run does.
+void expect_stop_and_resume_equals_uninterrupted(Recipe recipe, Device device) {
+  testing::TempDir dir;
+  TrainOptions whole = small_run(recipe, 2);
+  whole.device = device;
+  Trainer uninterrupted(whole, bars(160, 3), bars(64, 4));
+  const auto full_reports = uninterrupted.run();
+  const int64_t steps = uninterrupted.steps_per_epoch();
+  ASSERT_EQ(steps, 5);
+
+  // Any step but the last: stopping inside the first epoch, at its end, or inside the second.
+  std::random_device random;
+  const int64_t stop_after = std::uniform_int_distribution<int64_t>(1, 2 * steps - 1)(random);
+  SCOPED_TRACE(fmt::format("stopped after step {} of {}", stop_after, 2 * steps));
+  TrainOptions first = whole;
+  first.checkpoint = dir.path() / "ckpt.safetensors";
+  {
+    Trainer stopped(first, bars(160, 3), bars(64, 4));
+    int64_t taken = 0;
+    const auto reports = stopped.run([&](int64_t, int64_t) {
+      if (++taken == stop_after) stopped.request_stop();
+    });
+    EXPECT_TRUE(stopped.stopped());
+    EXPECT_EQ(stopped.epochs_done() * steps + stopped.steps_done(), stop_after);
+    EXPECT_EQ(static_cast<int64_t>(reports.size()), stop_after / steps);
+  }
+
+  TrainOptions second = whole;
+  second.checkpoint = first.checkpoint;
+  second.resume = true;
+  Trainer resumed(second, bars(160, 3), bars(64, 4));
+  EXPECT_EQ(resumed.epochs_done() * steps + resumed.steps_done(), stop_after);
+  const auto resumed_reports = resumed.run();
+  EXPECT_FALSE(resumed.stopped());
+  ASSERT_FALSE(resumed_reports.empty());
+  EXPECT_EQ(resumed_reports.back().epoch, 2);
+  // The epoch's loss is summed over its steps before and after the stop.
+  EXPECT_EQ(resumed_reports.back().train_loss, full_reports.back().train_loss);
+  EXPECT_EQ(resumed_reports.back().train_accuracy, full_reports.back().train_accuracy);
+  EXPECT_EQ(snapshot(resumed), snapshot(uninterrupted));
+}
+
+TEST_P(TrainJob, StopInsideAnEpochAndResumeEqualsUninterruptedWithSgd) {
+  expect_stop_and_resume_equals_uninterrupted(Recipe::Reference, GetParam());
+}
+
+TEST_P(TrainJob, StopInsideAnEpochAndResumeEqualsUninterruptedWithAdamScheduleAndAugmentation) {
+  expect_stop_and_resume_equals_uninterrupted(Recipe::Fast, GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, TrainJob, ::testing::ValuesIn(testing::available_devices()),
                          [](const auto& info) { return testing::device_test_name(info.param); });
 
-TEST(TrainJobCheckpoint, ResumeWithOtherSettingsIsRefused) {
+// The message of the InvalidArgumentError that constructing a Trainer throws ("" when none).
+std::string settings_error(const TrainOptions& o, int64_t train_images = 64) {
+  try {
+    Trainer(o, bars(train_images, 3), bars(32, 4));
+  } catch (const InvalidArgumentError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TrainJobCheckpoint, ResumeWithOtherSettingsIsRefusedListingEveryDifference) {
   testing::TempDir dir;
   TrainOptions o = small_run(Recipe::Reference, 1);
   o.checkpoint = dir.path() / "ckpt.safetensors";
   Trainer(o, bars(64, 3), bars(32, 4)).run();
-  o.seed = 8;
   o.resume = true;
-  try {
-    Trainer(o, bars(64, 3), bars(32, 4));
-    FAIL() << "a checkpoint of another seed was accepted";
-  } catch (const InvalidArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find("seed 7"), std::string::npos) << e.what();
+  EXPECT_EQ(settings_error(o), "");
+  TrainOptions changed = o;
+  changed.seed = 8;
+  changed.epochs = 3;
+  changed.lr = 0.02;
+  changed.batch_size = 16;
+  const std::string error = settings_error(changed, 48);
+  for (const char* difference : {"seed 7 (this run: 8)", "epochs 1 (this run: 3)", "lr 0.05 (this run: 0.02)",
+                                 "batch_size 32 (this run: 16)", "train_images 64 (this run: 48)"}) {
+    EXPECT_NE(error.find(difference), std::string::npos) << difference << " missing from: " << error;
   }
+  EXPECT_NE(error.find("pass --resume-with-changes"), std::string::npos) << error;
+  // Accepted, the run continues with its own settings: two more epochs at the new rate.
+  changed.accept_changes = true;
+  {
+    Trainer accepted(changed, bars(48, 3), bars(32, 4));
+    EXPECT_EQ(accepted.epochs_done(), 1);
+    EXPECT_EQ(accepted.run().size(), 2u);
+  }
+  // The recipe never changes: the optimizer state would not fit.
+  changed.recipe = Recipe::Fast;
+  EXPECT_NE(settings_error(changed, 48).find("cannot change recipe"), std::string::npos);
+}
+
+TEST(TrainJobCheckpoint, InsideAnEpochTheBatchSizeCannotChangeEvenWhenChangesAreAccepted) {
+  testing::TempDir dir;
+  TrainOptions o = small_run(Recipe::Reference, 1);
+  o.checkpoint = dir.path() / "ckpt.safetensors";
+  {
+    Trainer t(o, bars(64, 3), bars(32, 4));
+    t.request_stop();
+    EXPECT_TRUE(t.run().empty());
+    EXPECT_EQ(t.steps_done(), 0);  // asked before the first step: nothing to save
+  }
+  {
+    o.resume = true;
+    Trainer t(o, bars(64, 3), bars(32, 4));
+    t.run([&](int64_t, int64_t) { t.request_stop(); });
+    EXPECT_EQ(t.steps_done(), 1);
+  }
+  o.batch_size = 16;
+  o.accept_changes = true;
+  EXPECT_NE(settings_error(o).find("stopped inside an epoch, after step 1, which another batch size"),
+            std::string::npos)
+      << settings_error(o);
+  o.batch_size = 32;
+  o.epochs = 2;
+  EXPECT_EQ(settings_error(o), "");
+}
+
+TEST(TrainJobCheckpoint, ASecondRunOnOneCheckpointIsRefusedNamingTheFirst) {
+  testing::TempDir dir;
+  TrainOptions o = small_run(Recipe::Reference, 1);
+  o.checkpoint = dir.path() / "ckpt.safetensors";
+  o.resume = true;
+  {
+    Trainer first(o, bars(64, 3), bars(32, 4));
+    try {
+      Trainer second(o, bars(64, 3), bars(32, 4));
+      FAIL() << "two runs share one checkpoint";
+    } catch (const IOError& e) {
+      EXPECT_NE(std::string(e.what()).find(fmt::format("ckpt.safetensors.lock' is held by process {}", ::getpid())),
+                std::string::npos)
+          << e.what();
+    }
+    first.run();
+  }
+  EXPECT_EQ(Trainer(o, bars(64, 3), bars(32, 4)).epochs_done(), 1);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "ckpt.safetensors.lock"));
 }
 
 TEST(TrainJobCheckpoint, CorruptCheckpointIsAnIOErrorNamingTheFile) {
@@ -173,7 +297,7 @@ TEST(TrainJobCheckpoint, DamagedCheckpointsAreRefusedNamingWhatIsWrong) {
     tamper(*o.checkpoint, [&](io::SafetensorsContent& c) { c.metadata[key] = value; });
   };
   set_meta("format", "strata-train checkpoint 99");
-  EXPECT_NE(resume_error(o).find("this strata-train reads \"strata-train checkpoint 1\""), std::string::npos);
+  EXPECT_NE(resume_error(o).find("this strata-train reads \"strata-train checkpoint 2\""), std::string::npos);
   for (const char* done : {"-1", "3abc", "99999999999999999999", ""}) {
     set_meta("epochs_done", done);
     EXPECT_NE(resume_error(o).find(fmt::format("epochs_done is \"{}\", not a count", done)), std::string::npos) << done;

@@ -1,11 +1,14 @@
 // strata-train: trains the reference network on Fashion-MNIST (tools/train/trainer.h) and reports every epoch.
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -70,6 +73,54 @@ CLI::Validator number_check(T min, const char* wanted) {
       wanted);
 }
 
+// Note [A clean stop on SIGINT and SIGTERM]
+// Clusters preempt with SIGTERM and people press Ctrl-C; either would otherwise lose the epoch under way. The first
+// of them asks the trainer to stop after the step under way (Trainer::request_stop, an atomic store, safe in a
+// handler): it writes a checkpoint that resumes exactly from that step, and the tool prints where it stopped and
+// how to resume, then exits 128 + the signal's number (130, 143), as a shell reports a process killed by it. The
+// handler also restores the default actions, so a second signal ends the process at once.
+std::atomic<train::Trainer*> g_trainer{nullptr};
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_stop_signal(int signal) {
+  if (g_signal == 0) g_signal = signal;
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigaction(SIGINT, &default_action, nullptr);
+  sigaction(SIGTERM, &default_action, nullptr);
+  if (train::Trainer* trainer = g_trainer.load()) trainer->request_stop();
+}
+
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  action.sa_flags = SA_RESTART;  // reads of the dataset must not fail with EINTR
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+// The command line again, as a shell would read it, with --resume added when it was not there.
+std::string resume_command(int argc, char** argv) {
+  std::string out;
+  bool resume = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    resume = resume || arg == "--resume" || arg == "--resume-with-changes";
+    const bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                             "0123456789-_=./:,+@%") == std::string_view::npos;
+    if (!out.empty()) out += ' ';
+    if (plain) {
+      out += arg;
+    } else {
+      out += '\'';
+      for (const char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out += '\'';
+    }
+  }
+  return resume ? out : out + " --resume";
+}
+
 nlohmann::json to_json(const train::EpochReport& r) {
   return {{"epoch", r.epoch},
           {"train_loss", r.train_loss},
@@ -108,12 +159,22 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"reference", "fast"}));
   app.add_option("--data", data_dir, "directory with the Fashion-MNIST IDX files")->capture_default_str();
-  app.add_option("--checkpoint", checkpoint, "safetensors file written after every epoch");
-  app.add_flag("--resume", options.resume, "continue from --checkpoint when it exists");
+  app.add_option("--checkpoint", checkpoint,
+                 "safetensors file written after every epoch and when SIGINT or SIGTERM stops the run (exit 130 or "
+                 "143); FILE.lock keeps a second run off it");
+  app.add_flag("--resume", options.resume,
+               "continue from --checkpoint when it exists; its settings (epochs, lr, batch size, seed, recipe, "
+               "image counts) must be this run's");
+  app.add_flag("--resume-with-changes", options.accept_changes,
+               "like --resume, but continue with this run's settings where they differ from the checkpoint's: the "
+               "result then matches no uninterrupted run (the recipe, and inside an epoch the batch size and "
+               "training images, still cannot change)");
   app.add_option("--train-images", train_images, "train on the first N images only (0: all)")->check(count);
   app.add_option("--test-images", test_images, "test on the first N images only (0: all)")->check(count);
   app.add_flag("--json", json, "print one JSON document instead of lines");
   CLI11_PARSE(app, argc, argv);
+  options.resume = options.resume || options.accept_changes;
+  install_stop_handlers();
 
   try {
     options.device = device == "best" ? (cuda::is_available() ? Device("cuda:0") : kCPU) : Device(device);
@@ -124,13 +185,20 @@ int main(int argc, char** argv) {
     const data::FashionMnist train_split(data_dir, data::Split::Train);
     const data::FashionMnist test_split(data_dir, data::Split::Test);
     train::Trainer trainer(options, subset(train_split, train_images), subset(test_split, test_images));
+    g_trainer = &trainer;
+    if (g_signal != 0) trainer.request_stop();  // it came before there was a trainer to tell
     const bool terminal = !json && isatty(STDOUT_FILENO) != 0;
     if (!json) {
       fmt::print("strata-train: {} recipe on {}, {} training and {} test images, batch {}, {} epochs\n", recipe,
                  options.device, std::min(train_images > 0 ? train_images : train_split.size(), train_split.size()),
                  std::min(test_images > 0 ? test_images : test_split.size(), test_split.size()), options.batch_size,
                  options.epochs);
-      if (trainer.epochs_done() > 0) fmt::print("resumed from {} after epoch {}\n", checkpoint, trainer.epochs_done());
+      if (trainer.steps_done() > 0) {
+        fmt::print("resumed from {} at step {}/{} of epoch {}\n", checkpoint, trainer.steps_done(),
+                   trainer.steps_per_epoch(), trainer.epochs_done() + 1);
+      } else if (trainer.epochs_done() > 0) {
+        fmt::print("resumed from {} after epoch {}\n", checkpoint, trainer.epochs_done());
+      }
       std::fflush(stdout);
     }
 
@@ -150,6 +218,25 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     };
     const std::vector<train::EpochReport> reports = trainer.run(on_step, on_epoch);
+    g_trainer = nullptr;
+    if (trainer.stopped()) {
+      if (terminal && bar) fmt::print("\r{:<100}\r", "");
+      std::fflush(stdout);
+      const int signal = g_signal;
+      const std::string where =
+          trainer.steps_done() > 0   ? fmt::format("at step {}/{} of epoch {}/{}", trainer.steps_done(),
+                                                   trainer.steps_per_epoch(), trainer.epochs_done() + 1, options.epochs)
+          : trainer.epochs_done() > 0 ? fmt::format("after epoch {}/{}", trainer.epochs_done(), options.epochs)
+                                      : std::string("before the first step");
+      const std::string name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a stop request";
+      if (options.checkpoint) {
+        fmt::print(stderr, "strata-train: stopped by {} {}; saved in {}; resume with: {}\n", name,
+                   where, checkpoint, resume_command(argc, argv));
+      } else {
+        fmt::print(stderr, "strata-train: stopped by {} {}; without --checkpoint nothing was saved\n", name, where);
+      }
+      return 128 + (signal != 0 ? signal : SIGTERM);
+    }
     const double final_accuracy = reports.empty() ? trainer.evaluate(*subset(test_split, test_images))
                                                   : reports.back().test_accuracy;
     if (json) {

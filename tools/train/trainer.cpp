@@ -1,8 +1,12 @@
 #include "trainer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <cinttypes>
 #include <charconv>
+#include <cstdio>
+#include <set>
 #include <chrono>
 #include <cmath>
 
@@ -30,15 +34,31 @@ namespace F = nn::functional;
 namespace {
 
 constexpr int64_t kEvalBatch = 1000;
-constexpr std::string_view kCheckpointFormat = "strata-train checkpoint 1";
+constexpr std::string_view kCheckpointFormat = "strata-train checkpoint 2";
 constexpr const char* kModelPrefix = "model.";
 constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kSchedulerPrefix = "scheduler.";
+constexpr const char* kProgressPrefix = "progress.";
 
 const char* recipe_name(Recipe r) { return r == Recipe::Reference ? "reference" : "fast"; }
 
-// The seed of an epoch's augmentation: runs resumed at epoch k draw the same flips as uninterrupted ones.
-uint64_t epoch_seed(uint64_t seed, int64_t epoch) { return seed * 1000003ull + static_cast<uint64_t>(epoch); }
+// The seed of one batch's augmentation: a run resumed at any step draws the same flips as an uninterrupted one.
+uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t batch) {
+  uint64_t z = (seed * 1000003ull + static_cast<uint64_t>(epoch)) * 1000003ull + static_cast<uint64_t>(batch);
+  // splitmix64's finaliser: neighbouring batches get unrelated seeds.
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// A count from a checkpoint's metadata, or an IOError naming the key and the text.
+int64_t parse_count(const std::filesystem::path& path, const char* key, const std::string& text) {
+  int64_t value = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  STRATA_CHECK(ec == std::errc() && end == text.data() + text.size() && value >= 0, IOError,
+               "{}: {} is \"{}\", not a count", path.string(), key, text);
+  return value;
+}
 
 }  // namespace
 
@@ -66,17 +86,19 @@ class Network {
     default_generator(kCPU).manual_seed(options.seed);
     default_generator(options.device).manual_seed(options.seed);
     model = reference_network(options.device);
+    optimizer_lr = options.lr.value_or(options.recipe == Recipe::Reference ? 0.01 : 2e-3);
     if (options.recipe == Recipe::Reference) {
       optimizer =
-          std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions(options.lr.value_or(0.01)).momentum(0.9));
+          std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions(optimizer_lr).momentum(0.9));
     } else {
-      optimizer = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions(options.lr.value_or(2e-3)));
+      optimizer = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions(optimizer_lr));
       // Stepped once per training step: the rate falls along a half cosine over the whole run.
       scheduler = std::make_unique<optim::CosineAnnealingLR>(*optimizer, options.epochs * steps_per_epoch);
     }
   }
 
   std::shared_ptr<nn::Sequential> model;
+  double optimizer_lr;  // the run's learning rate, before any schedule
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::CosineAnnealingLR> scheduler;
 };
@@ -102,6 +124,7 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<const data::Dataset> trai
   STRATA_CHECK(!__builtin_mul_overflow(options_.epochs, steps, &total_steps), InvalidArgumentError,
                "strata-train: --epochs {} of {} steps each are more steps than a 64-bit count holds", options_.epochs,
                steps);
+  steps_per_epoch_ = steps;
   if (options_.checkpoint) check_checkpoint_path();
   network_ = std::make_unique<Network>(options_, steps);
   if (options_.resume && checkpoint_exists()) load_checkpoint();
@@ -110,14 +133,24 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<const data::Dataset> trai
 // Note [The checkpoint path is checked before training]
 // A checkpoint is written after each epoch; a path that cannot be written would otherwise be found out only then,
 // with the epoch's work lost. So the path is tried at start-up: a temporary file is created beside it and removed
-// again, as each save does. And an existing file is replaced only when the run resumes from it: one that is not a
-// checkpoint of this run (any other file, or another run's checkpoint) is refused rather than overwritten.
-void Trainer::check_checkpoint_path() const {
+// again, as each save does (which also removes what killed saves left, Note [Saves leave nothing behind]). And an
+// existing file is replaced only when the run resumes from it: one that is not a checkpoint of this run (any other
+// file, or another run's checkpoint) is refused rather than overwritten.
+//
+// Note [One run per checkpoint]
+// Two runs on one checkpoint would overwrite each other's saves, the last writer winning. So a run holds the lock
+// `<checkpoint>.lock` (io::FileLock) from before it looks at the checkpoint until it ends: a second run is refused,
+// naming the pid of the first. The lock is on a file beside the checkpoint, not on the checkpoint itself, because
+// every save replaces the checkpoint's inode. It is flock()'s, so it dies with its process, kill -9 included.
+void Trainer::check_checkpoint_path() {
   const std::filesystem::path& path = *options_.checkpoint;
   STRATA_CHECK(!path.empty(), InvalidArgumentError, "strata-train: --checkpoint needs a file name");
   std::error_code ec;
   const bool is_dir = std::filesystem::is_directory(path, ec);
   STRATA_CHECK(!is_dir, IOError, "strata-train: --checkpoint '{}' is a directory; name a file", path.string());
+  std::filesystem::path lock_path = path;
+  lock_path += ".lock";
+  lock_ = std::make_unique<io::FileLock>(lock_path, fmt::format("strata-train: --checkpoint '{}'", path.string()));
   STRATA_CHECK(options_.resume || !checkpoint_exists(), IOError,
                "strata-train: --checkpoint '{}' exists; pass --resume to continue from it, or remove it or name "
                "another file to start afresh",
@@ -152,17 +185,22 @@ Tensor as_images(const Tensor& data) { return data.dim() == 3 ? data.unsqueeze(1
 
 }  // namespace
 
-EpochReport Trainer::run_epoch(const StepCallback& on_step) {
+std::optional<EpochReport> Trainer::train_epoch(const StepCallback& on_step, bool may_stop) {
   const Device device = options_.device;
   const int64_t epoch = epochs_done_;  // 0-based index of this epoch
+  const int64_t first_step = steps_done_;
   data::DataLoaderOptions lo = loader_options(options_, options_.batch_size);
   lo.shuffle = true;
   if (options_.recipe == Recipe::Fast) {
-    auto flip = std::make_shared<data::RandomHorizontalFlip>(0.5, epoch_seed(options_.seed, epoch));
-    lo.transform = [flip](Tensor batch) { return (*flip)(std::move(batch)); };
+    // Called on the batches in order (Note [Batch transforms]), so `batch` counts them.
+    lo.transform = [seed = options_.seed, epoch, batch = first_step](Tensor images) mutable {
+      data::RandomHorizontalFlip flip(0.5, batch_seed(seed, epoch, batch++));
+      return flip(std::move(images));
+    };
   }
   data::DataLoader loader(train_set_, lo);
   loader.set_epoch(static_cast<uint64_t>(epoch));
+  loader.set_first_batch(first_step);
 
   nn::Sequential& model = *network_->model;
   optim::Optimizer& optimizer = *network_->optimizer;
@@ -173,11 +211,13 @@ EpochReport Trainer::run_epoch(const StepCallback& on_step) {
 
   // Note [Metrics stay on the device]: the sums are device tensors updated without reading them, so a step never
   // waits for the GPU; they are read once, after the epoch.
-  Tensor loss_sum = zeros({}, TensorOptions(DType::F32).device(device));
-  Tensor correct = zeros({}, TensorOptions(DType::I64).device(device));
-  int64_t seen = 0;
+  if (first_step == 0) {
+    loss_sum_ = zeros({}, TensorOptions(DType::F32).device(device));
+    correct_ = zeros({}, TensorOptions(DType::I64).device(device));
+    images_done_ = 0;
+  }
+  const int64_t images_before = images_done_;
   const int64_t steps = loader.size();
-  int64_t step = 0;
   for (const data::Batch& batch : loader) {
     const Tensor logits = model(as_images(batch.data));
     const Tensor loss = F::cross_entropy(logits, batch.target);
@@ -188,24 +228,32 @@ EpochReport Trainer::run_epoch(const StepCallback& on_step) {
     {
       NoGradGuard no_grad;
       const int64_t n = batch.target.size(0);
-      add_(loss_sum, loss.detach(), static_cast<double>(n));
-      add_(correct, sum(eq(argmax(logits.detach(), 1), batch.target).to(DType::I64)));
-      seen += n;
+      add_(loss_sum_, loss.detach(), static_cast<double>(n));
+      add_(correct_, sum(eq(argmax(logits.detach(), 1), batch.target).to(DType::I64)));
+      images_done_ += n;
     }
-    if (on_step) on_step(++step, steps);
+    ++steps_done_;
+    if (on_step) on_step(steps_done_, steps);
+    if (may_stop && stop_requested_.load(std::memory_order_relaxed) && steps_done_ < steps) {
+      if (options_.checkpoint) save_checkpoint();
+      stopped_ = true;
+      return std::nullopt;
+    }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   EpochReport r;
   r.epoch = epoch + 1;
-  r.train_loss = loss_sum.item<double>() / static_cast<double>(seen);
-  r.train_accuracy = static_cast<double>(correct.item<int64_t>()) / static_cast<double>(seen);
+  r.train_loss = loss_sum_.item<double>() / static_cast<double>(images_done_);
+  r.train_accuracy = static_cast<double>(correct_.item<int64_t>()) / static_cast<double>(images_done_);
   r.seconds = seconds;
-  r.images_per_second = static_cast<double>(seen) / seconds;
+  r.images_per_second = static_cast<double>(images_done_ - images_before) / seconds;
   r.peak_memory_bytes = memory_stats(device).allocated_bytes.peak;
   r.synchronizations = transfer_counters().synchronizations - syncs_before;
   r.test_accuracy = evaluate(*test_set_);
   ++epochs_done_;
+  steps_done_ = 0;
+  images_done_ = 0;
   if (options_.checkpoint) save_checkpoint();
   return r;
 }
@@ -214,7 +262,13 @@ std::vector<EpochReport> Trainer::run(const StepCallback& on_step,
                                       const std::function<void(const EpochReport&)>& on_epoch) {
   std::vector<EpochReport> reports;
   while (epochs_done_ < options_.epochs) {
-    reports.push_back(run_epoch(on_step));
+    if (stop_requested_.load(std::memory_order_relaxed)) {
+      stopped_ = true;  // between epochs: the last checkpoint already holds everything
+      break;
+    }
+    std::optional<EpochReport> report = train_epoch(on_step, true);
+    if (!report) break;
+    reports.push_back(*report);
     if (on_epoch) on_epoch(reports.back());
   }
   return reports;
@@ -244,9 +298,30 @@ std::vector<std::pair<std::string, Tensor>> Trainer::model_state() const {
 
 // Note [Checkpoints resume exactly]
 // A checkpoint holds the model's parameters and buffers, the optimizer's state (momentum, Adam moments, step
-// counts, learning rate) and, as metadata, the recipe, seed, batch size and epochs done. Everything else that
-// decides the next epoch is a function of (seed, epoch): the loader's shuffle and the augmentation's draws. So a
-// resumed run repeats exactly what the uninterrupted run would have done.
+// counts, learning rate), the schedule's position, the device's random generator and, as metadata, every setting
+// that decides the result (Note [Resume checks the settings]) and the position: epochs done and steps done in the
+// epoch under way, with that epoch's metric sums so far. Everything else that decides the next step is a function of
+// (seed, epoch, step): the loader's shuffle (set_epoch, set_first_batch) and each batch's augmentation draws
+// (batch_seed). So a run resumed after any step, at an epoch's end or inside one after a stop request, repeats
+// exactly what the uninterrupted run would have done.
+//
+// Note [Resume checks the settings]
+// A resumed run must be the run that was interrupted: another --epochs changes the cosine schedule, another --lr,
+// --batch-size, --seed or data subset changes every later step. So the checkpoint records them all, and a resume
+// with different ones is refused with the list of differences. --resume-with-changes (accept_changes) continues
+// anyway, with this run's settings from the checkpoint's position on: a deliberate change whose result matches no
+// uninterrupted run. Two changes stay refused: another recipe (its optimizer state would not fit) and, inside an
+// epoch, another batch size or training set (the position inside the epoch would mean other images).
+io::Metadata Trainer::settings() const {
+  return {{"recipe", recipe_name(options_.recipe)},
+          {"seed", std::to_string(options_.seed)},
+          {"epochs", std::to_string(options_.epochs)},
+          {"batch_size", std::to_string(options_.batch_size)},
+          {"lr", fmt::format("{}", network_->optimizer_lr)},
+          {"train_images", std::to_string(train_set_->size())},
+          {"test_images", std::to_string(test_set_->size())}};
+}
+
 void Trainer::save_checkpoint() const {
   io::TensorMap tensors;
   for (const auto& [name, t] : network_->model->state_dict()) tensors[kModelPrefix + name] = t;
@@ -254,12 +329,46 @@ void Trainer::save_checkpoint() const {
   if (network_->scheduler) {
     for (const auto& [name, t] : network_->scheduler->state_dict()) tensors[kSchedulerPrefix + name] = t;
   }
-  io::Metadata meta{{"format", std::string(kCheckpointFormat)},
-                    {"recipe", recipe_name(options_.recipe)},
-                    {"seed", std::to_string(options_.seed)},
-                    {"batch_size", std::to_string(options_.batch_size)},
-                    {"epochs_done", std::to_string(epochs_done_)}};
+  if (steps_done_ > 0) {
+    tensors[std::string(kProgressPrefix) + "loss_sum"] = loss_sum_;
+    tensors[std::string(kProgressPrefix) + "correct"] = correct_;
+  }
+  const GeneratorState rng = default_generator(options_.device).state();
+  io::Metadata meta = settings();
+  meta.insert({{"format", std::string(kCheckpointFormat)},
+               {"epochs_done", std::to_string(epochs_done_)},
+               {"steps_done", std::to_string(steps_done_)},
+               {"images_done", std::to_string(images_done_)},
+               {"generator", fmt::format("{} {}", rng.seed, rng.offset)}});
   io::save_safetensors(*options_.checkpoint, tensors, meta);
+}
+
+void Trainer::check_settings(const io::Metadata& saved, int64_t steps_done) const {
+  const std::string file = options_.checkpoint->string();
+  std::vector<std::string> differences;
+  std::set<std::string> changed;
+  for (const auto& [key, ours] : settings()) {
+    const auto it = saved.find(key);
+    STRATA_CHECK(it != saved.end(), IOError, "{}: not a strata-train checkpoint (no \"{}\" in its metadata)", file,
+                 key);
+    if (it->second == ours) continue;
+    differences.push_back(fmt::format("{} {} (this run: {})", key, it->second, ours));
+    changed.insert(key);
+  }
+  if (differences.empty()) return;
+  STRATA_CHECK(!changed.contains("recipe"), InvalidArgumentError,
+               "{}: the checkpoint was written by the {} recipe but this run uses {}; a run cannot change recipe on "
+               "resume (the optimizer state would not fit)",
+               file, saved.at("recipe"), recipe_name(options_.recipe));
+  STRATA_CHECK(options_.accept_changes, InvalidArgumentError,
+               "{}: the checkpoint was written with other settings: {}; resume with the checkpoint's settings, or "
+               "pass --resume-with-changes to continue with this run's (the result then matches no uninterrupted run)",
+               file, fmt::join(differences, ", "));
+  STRATA_CHECK(steps_done == 0 || (!changed.contains("batch_size") && !changed.contains("train_images")),
+               InvalidArgumentError,
+               "{}: the checkpoint stopped inside an epoch, after step {}, which another batch size or training set "
+               "cannot continue; resume with batch_size {} and train_images {}",
+               file, steps_done, saved.at("batch_size"), saved.at("train_images"));
 }
 
 void Trainer::load_checkpoint() {
@@ -271,24 +380,20 @@ void Trainer::load_checkpoint() {
                  path.string(), key);
     return it->second;
   };
-  const auto expect = [&](const char* key, const std::string& ours) {
-    const std::string theirs = meta(key);
-    STRATA_CHECK(theirs == ours, InvalidArgumentError,
-                 "{}: the checkpoint was written with {} {} but this run has {} {}; resume with the same settings",
-                 path.string(), key, theirs, key, ours);
-  };
   const std::string format = meta("format");
   STRATA_CHECK(format == kCheckpointFormat, IOError, "{}: its format is \"{}\"; this strata-train reads \"{}\"",
                path.string(), format, kCheckpointFormat);
-  expect("recipe", recipe_name(options_.recipe));
-  expect("seed", std::to_string(options_.seed));
-  expect("batch_size", std::to_string(options_.batch_size));
-  const std::string done_text = meta("epochs_done");
-  int64_t done = -1;
-  const auto [end, ec] = std::from_chars(done_text.data(), done_text.data() + done_text.size(), done);
-  STRATA_CHECK(ec == std::errc() && end == done_text.data() + done_text.size() && done >= 0, IOError,
-               "{}: epochs_done is \"{}\", not a count of epochs", path.string(), done_text);
-  nn::StateDict model_state, optimizer_state, scheduler_state;
+  const int64_t done = parse_count(path, "epochs_done", meta("epochs_done"));
+  const int64_t steps_done = parse_count(path, "steps_done", meta("steps_done"));
+  const int64_t images_done = parse_count(path, "images_done", meta("images_done"));
+  check_settings(content.metadata, steps_done);
+  STRATA_CHECK(steps_done < steps_per_epoch_, IOError, "{}: steps_done is {}, but an epoch has only {} steps",
+               path.string(), steps_done, steps_per_epoch_);
+  GeneratorState rng;
+  const std::string rng_text = meta("generator");
+  STRATA_CHECK(std::sscanf(rng_text.c_str(), "%" SCNu64 " %" SCNu64, &rng.seed, &rng.offset) == 2, IOError,
+               "{}: generator is \"{}\", not a seed and an offset", path.string(), rng_text);
+  nn::StateDict model_state, optimizer_state, scheduler_state, progress;
   for (auto& [name, t] : content.tensors) {
     const auto take = [&](const char* prefix, nn::StateDict& into) {
       if (!name.starts_with(prefix)) return false;
@@ -296,8 +401,17 @@ void Trainer::load_checkpoint() {
       return true;
     };
     STRATA_CHECK(take(kModelPrefix, model_state) || take(kOptimizerPrefix, optimizer_state) ||
-                     take(kSchedulerPrefix, scheduler_state),
+                     take(kSchedulerPrefix, scheduler_state) || take(kProgressPrefix, progress),
                  IOError, "{}: unexpected tensor \"{}\" in a strata-train checkpoint", path.string(), name);
+  }
+  if (steps_done > 0) {
+    for (const auto& [key, dtype] : {std::pair{"loss_sum", DType::F32}, std::pair{"correct", DType::I64}}) {
+      STRATA_CHECK(progress.contains(key) && progress.at(key).dim() == 0 && progress.at(key).dtype() == dtype,
+                   IOError, "{}: the checkpoint stopped inside an epoch but holds no scalar {} tensor \"{}{}\"",
+                   path.string(), dtype, kProgressPrefix, key);
+    }
+    loss_sum_ = progress.at("loss_sum");
+    correct_ = progress.at("correct");
   }
   try {
     network_->model->load_state_dict(model_state);
@@ -306,7 +420,21 @@ void Trainer::load_checkpoint() {
   } catch (const InvalidArgumentError& e) {
     STRATA_THROW(IOError, "{}: the checkpoint does not fit this network: {}", path.string(), e.what());
   }
+  // An accepted change of learning rate (Note [Resume checks the settings]) applies from here on.
+  if (meta("lr") != settings().at("lr")) {
+    if (network_->scheduler) {
+      nn::StateDict rebased;
+      rebased.insert("last_epoch", scheduler_state.at("last_epoch"));
+      rebased.insert("base_lr", scalar_tensor(network_->optimizer_lr, DType::F64));
+      network_->scheduler->load_state_dict(rebased);
+    } else {
+      network_->optimizer->set_lr(network_->optimizer_lr);
+    }
+  }
+  default_generator(options_.device).set_state(rng);
   epochs_done_ = done;
+  steps_done_ = steps_done;
+  images_done_ = images_done;
 }
 
 }  // namespace strata::train

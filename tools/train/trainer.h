@@ -4,9 +4,11 @@
 // evaluation, and checkpoints that let a run resume to exactly the result of an uninterrupted one. A library (not
 // the main) so that tests/tools/train_test.cpp runs the same code on a few hundred images.
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "strata/core/device.h"
 #include "strata/data/dataset.h"
+#include "strata/io/file.h"
 #include "strata/nn/layers.h"
 
 namespace strata::train {
@@ -31,10 +34,14 @@ struct TrainOptions {
   std::optional<double> lr;
   uint64_t seed = 0;
   Device device = kCPU;
-  /// Written at the end of every epoch (atomically) when set.
+  /// Written at the end of every epoch (atomically) when set, and where a stop request ends the run. The run holds
+  /// the lock `<checkpoint>.lock` throughout: a second run on the same file is refused.
   std::optional<std::filesystem::path> checkpoint;
   /// Continue from `checkpoint` when it exists.
   bool resume = false;
+  /// Resume even when the settings that decide the result (epochs, lr, batch size, seed, data subset) differ from
+  /// the checkpoint's (--resume-with-changes); the result then matches no uninterrupted run.
+  bool accept_changes = false;
 };
 
 /// What one epoch did. Loss and accuracy are accumulated on the device and read once, at the end of the epoch.
@@ -71,11 +78,20 @@ class Trainer {
 
   /// Epochs already done (after a resume, those of the checkpoint).
   int64_t epochs_done() const { return epochs_done_; }
-  /// Trains one epoch, evaluates, and writes the checkpoint when one is set.
-  EpochReport run_epoch(const StepCallback& on_step = nullptr);
-  /// Trains until options.epochs are done.
+  /// Steps done in the epoch under way: 0 between epochs, else where a stop request ended it.
+  int64_t steps_done() const { return steps_done_; }
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  /// Trains one epoch (or what is left of it after a mid-epoch resume), evaluates, and writes the checkpoint when
+  /// one is set. Stop requests wait for run().
+  EpochReport run_epoch(const StepCallback& on_step = nullptr) { return *train_epoch(on_step, false); }
+  /// Trains until options.epochs are done or a stop is requested.
   std::vector<EpochReport> run(const StepCallback& on_step = nullptr,
                                const std::function<void(const EpochReport&)>& on_epoch = nullptr);
+  /// Asks the run to stop after the step under way: the epoch's position, metric sums and optimizer state go to the
+  /// checkpoint (when one is set) and run() returns. Safe to call from another thread or a signal handler.
+  void request_stop() { stop_requested_.store(true, std::memory_order_relaxed); }
+  /// Whether run() ended early on a stop request (rather than after options.epochs).
+  bool stopped() const { return stopped_; }
   /// Accuracy on `set` in [0, 1], in inference mode.
   double evaluate(const data::Dataset& set);
   /// The model's parameters and buffers by name, on the training device.
@@ -83,16 +99,31 @@ class Trainer {
   const TrainOptions& options() const { return options_; }
 
  private:
-  void check_checkpoint_path() const;
+  /// run_epoch(); when `may_stop`, a stop request ends the epoch early, and then it returns nothing.
+  std::optional<EpochReport> train_epoch(const StepCallback& on_step, bool may_stop);
+  void check_checkpoint_path();
   bool checkpoint_exists() const;
   void save_checkpoint() const;
   void load_checkpoint();
+  /// The settings that decide the result, as the checkpoint's metadata records them.
+  std::map<std::string, std::string> settings() const;
+  void check_settings(const std::map<std::string, std::string>& saved, int64_t steps_done) const;
 
   TrainOptions options_;
   std::shared_ptr<const data::Dataset> train_set_;
   std::shared_ptr<const data::Dataset> test_set_;
   std::unique_ptr<Network> network_;
+  std::unique_ptr<io::FileLock> lock_;
+  int64_t steps_per_epoch_ = 0;
   int64_t epochs_done_ = 0;
+  // Where the epoch under way stands, and its metric sums so far (device tensors).
+  int64_t steps_done_ = 0;
+  int64_t images_done_ = 0;
+  Tensor loss_sum_;
+  Tensor correct_;
+  static_assert(std::atomic<bool>::is_always_lock_free, "request_stop() must be safe in a signal handler");
+  std::atomic<bool> stop_requested_{false};
+  bool stopped_ = false;
 };
 
 }  // namespace strata::train
