@@ -78,4 +78,31 @@ Example TensorDataset::get_batch(const Tensor& indices) const {
   return {gather_rows(data_, idx, indices.numel()), gather_rows(target_, idx, indices.numel())};
 }
 
+Subset::Subset(std::shared_ptr<const Dataset> dataset, std::vector<int64_t> indices)
+    : dataset_(std::move(dataset)), indices_(std::move(indices)) {
+  STRATA_CHECK(dataset_ != nullptr, InvalidArgumentError, "Subset: the dataset is null");
+  for (std::size_t i = 0; i < indices_.size(); ++i) {
+    STRATA_CHECK(indices_[i] >= 0 && indices_[i] < dataset_->size(), IndexError,
+                 "Subset: index {} (position {}) is out of range [0, {})", indices_[i], i, dataset_->size());
+  }
+}
+
+Example Subset::get(int64_t index) const {
+  STRATA_CHECK(index >= 0 && index < size(), IndexError, "Subset::get: index {} is out of range [0, {})", index, size());
+  return dataset_->get(indices_[static_cast<std::size_t>(index)]);
+}
+
+Example Subset::get_batch(const Tensor& indices) const {
+  check_indices("Subset::get_batch", indices);
+  const Tensor dense = indices.contiguous();
+  const auto* idx = dense.data<int64_t>();
+  std::vector<int64_t> mapped(static_cast<std::size_t>(indices.numel()));
+  for (int64_t i = 0; i < indices.numel(); ++i) {
+    STRATA_CHECK(idx[i] >= 0 && idx[i] < size(), IndexError,
+                 "Subset::get_batch: index {} (position {}) is out of range [0, {})", idx[i], i, size());
+    mapped[static_cast<std::size_t>(i)] = indices_[static_cast<std::size_t>(idx[i])];
+  }
+  return dataset_->get_batch(tensor(mapped));
+}
+
 }  // namespace strata::data

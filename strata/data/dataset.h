@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "strata/tensor/tensor.h"
 
@@ -44,6 +46,23 @@ class TensorDataset : public Dataset {
  private:
   Tensor data_;
   Tensor target_;
+};
+
+/// The examples of another dataset at `indices`, in that order (PyTorch's Subset): a rank's shard of an epoch
+/// (DistributedSampler), a held-out split.
+class Subset : public Dataset {
+ public:
+  /// Throws InvalidArgumentError for a null dataset and IndexError for an index outside it.
+  Subset(std::shared_ptr<const Dataset> dataset, std::vector<int64_t> indices);
+
+  int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
+  Example get(int64_t index) const override;
+  /// One get_batch of the underlying dataset.
+  Example get_batch(const Tensor& indices) const override;
+
+ private:
+  std::shared_ptr<const Dataset> dataset_;
+  std::vector<int64_t> indices_;
 };
 
 }  // namespace strata::data

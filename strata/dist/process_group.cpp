@@ -1,12 +1,14 @@
 // The world of one, the launcher's environment, and dist::init().
 #include "strata/dist/process_group.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
 
 #include "strata/core/error.h"
 #include "strata/runtime/cuda.h"
+#include "strata/runtime/parallel.h"
 
 namespace strata::dist {
 
@@ -101,11 +103,13 @@ LaunchInfo launch_info() {
     info.size = *size;
     info.rank = env_int("OMPI_COMM_WORLD_RANK", 0).value_or(0);
     info.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0).value_or(0);
+    info.local_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1).value_or(1);
   } else if (const auto world_size = env_int("WORLD_SIZE", 1)) {
     info.launcher = "torchrun";
     info.size = *world_size;
     info.rank = env_int("RANK", 0).value_or(0);
     info.local_rank = env_int("LOCAL_RANK", 0).value_or(0);
+    info.local_size = env_int("LOCAL_WORLD_SIZE", 1).value_or(1);
   }
   STRATA_CHECK(info.rank < info.size, InvalidArgumentError, "the launcher gave rank {} in a world of {}", info.rank,
                info.size);
@@ -132,6 +136,9 @@ ProcessGroup& init() {
                  info.size, info.size);
   } else {
     w.group = make_local_group();
+  }
+  if (info.local_size > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
+    set_num_threads(std::max(1, num_threads() / info.local_size));
   }
   return *w.group;
 }

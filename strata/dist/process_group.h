@@ -69,12 +69,15 @@ struct LaunchInfo {
   int rank = 0;
   int size = 1;
   int local_rank = 0;
+  int local_size = 1;    // ranks on this machine
   std::string launcher;  // "mpirun", "torchrun" or "" (none)
 };
 /// Reads the environment; malformed values are an InvalidArgumentError naming the variable.
 LaunchInfo launch_info();
 
 /// Builds the world once (later calls return the same group): MPI under mpirun, a world of one without a launcher.
+/// With several ranks on one machine and OMP_NUM_THREADS unset, each rank's CPU pool gets its share of the cores
+/// (cores / ranks on this machine, at least 1): ranks with a full pool each would run more threads than cores.
 /// Under torchrun's variables alone with a world of more than one, throws NotImplementedError (Strata's transport is
 /// MPI: launch with mpirun). Reads STRATA_DIST_TIMEOUT (seconds) when set.
 ProcessGroup& init();

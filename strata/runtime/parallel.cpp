@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <exception>
 #include <mutex>
@@ -16,7 +17,13 @@ namespace strata {
 
 namespace {
 
+// OMP_NUM_THREADS when it is set (as PyTorch honours it: launchers such as torchrun and job scripts set it for each
+// process), else every core the process may run on.
 int default_threads() {
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n >= 1) return n;
+  }
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1, omp_get_num_procs());

@@ -13,7 +13,7 @@ namespace strata {
 // pthread build's threads still spin for ~0.1 s after it is loaded, stalling each of our parallel regions by ~8 ms
 // meanwhile: strata/CMakeLists.txt.)
 
-/// Threads used for CPU work; defaults to every core the process may run on.
+/// Threads used for CPU work; defaults to OMP_NUM_THREADS when set, else every core the process may run on.
 int num_threads();
 void set_num_threads(int n);
 

@@ -177,7 +177,11 @@ int main(int argc, char** argv) {
   install_stop_handlers();
 
   try {
-    options.device = device == "best" ? (cuda::is_available() ? Device("cuda:0") : kCPU) : Device(device);
+    // Under mpirun the world is every rank (Note [Training on several ranks]); "best" is then this rank's GPU.
+    dist::ProcessGroup& world = dist::init();
+    options.group = &world;
+    const bool speaks = world.rank() == 0;  // rank 0 alone prints
+    options.device = device == "best" ? dist::local_device() : Device(device);
     options.recipe = recipe == "fast" ? train::Recipe::Fast : train::Recipe::Reference;
     if (app.count("--lr") > 0) options.lr = lr;
     if (app.count("--checkpoint") > 0) options.checkpoint = checkpoint;
@@ -187,12 +191,16 @@ int main(int argc, char** argv) {
     train::Trainer trainer(options, subset(train_split, train_images), subset(test_split, test_images));
     g_trainer = &trainer;
     if (g_signal != 0) trainer.request_stop();  // it came before there was a trainer to tell
-    const bool terminal = !json && isatty(STDOUT_FILENO) != 0;
-    if (!json) {
+    const bool terminal = speaks && !json && isatty(STDOUT_FILENO) != 0;
+    if (speaks && !json) {
       fmt::print("strata-train: {} recipe on {}, {} training and {} test images, batch {}, {} epochs\n", recipe,
                  options.device, std::min(train_images > 0 ? train_images : train_split.size(), train_split.size()),
                  std::min(test_images > 0 ? test_images : test_split.size(), test_split.size()), options.batch_size,
                  options.epochs);
+      if (world.size() > 1) {
+        fmt::print("{} ranks ({}), batch {} per rank: {} images per step\n", world.size(), world.backend_name(),
+                   options.batch_size, options.batch_size * world.size());
+      }
       if (trainer.steps_done() > 0) {
         fmt::print("resumed from {} at step {}/{} of epoch {}\n", checkpoint, trainer.steps_done(),
                    trainer.steps_per_epoch(), trainer.epochs_done() + 1);
@@ -209,7 +217,7 @@ int main(int argc, char** argv) {
       (*bar)(step, steps);
     };
     auto on_epoch = [&](const train::EpochReport& r) {
-      if (json) return;
+      if (json || !speaks) return;
       fmt::print(
           "epoch {}/{}  train loss {:.4f}  train acc {:.2f}%  test acc {:.2f}%  {:.1f} s  {:.0f} img/s  "
           "peak memory {:.1f} MiB  syncs {}\n",
@@ -229,7 +237,9 @@ int main(int argc, char** argv) {
           : trainer.epochs_done() > 0 ? fmt::format("after epoch {}/{}", trainer.epochs_done(), options.epochs)
                                       : std::string("before the first step");
       const std::string name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a stop request";
-      if (options.checkpoint) {
+      if (!speaks) {
+        // another rank says where the world stopped
+      } else if (options.checkpoint) {
         fmt::print(stderr, "strata-train: stopped by {} {}; saved in {}; resume with: {}\n", name,
                    where, checkpoint, resume_command(argc, argv));
       } else {
@@ -239,8 +249,11 @@ int main(int argc, char** argv) {
     }
     const double final_accuracy = reports.empty() ? trainer.evaluate(*subset(test_split, test_images))
                                                   : reports.back().test_accuracy;
-    if (json) {
+    if (!speaks) {
+      // rank 0 prints the result
+    } else if (json) {
       nlohmann::json out{{"device", fmt::format("{}", options.device)},
+                         {"ranks", world.size()},
                          {"recipe", recipe},
                          {"epochs", options.epochs},
                          {"batch_size", options.batch_size},

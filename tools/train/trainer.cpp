@@ -13,6 +13,7 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 #include "strata/data/dataloader.h"
+#include "strata/data/distributed_sampler.h"
 #include "strata/data/transforms.h"
 #include "strata/io/file.h"
 #include "strata/io/safetensors.h"
@@ -118,16 +119,58 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<const data::Dataset> trai
   STRATA_CHECK(test_set_->size() > 0, InvalidArgumentError, "strata-train: the test set is empty");
   STRATA_CHECK(!options_.resume || options_.checkpoint, InvalidArgumentError,
                "strata-train: --resume needs --checkpoint FILE");
-  const int64_t images = train_set_->size();
+  // Note [Training on several ranks]: each rank's shard has DistributedSampler::size() images.
+  const int64_t images = data::DistributedSampler(train_set_->size(), world_size(), rank()).size();
   const int64_t steps = images / options_.batch_size + (images % options_.batch_size != 0 ? 1 : 0);
   int64_t total_steps = 0;
   STRATA_CHECK(!__builtin_mul_overflow(options_.epochs, steps, &total_steps), InvalidArgumentError,
                "strata-train: --epochs {} of {} steps each are more steps than a 64-bit count holds", options_.epochs,
                steps);
   steps_per_epoch_ = steps;
-  if (options_.checkpoint) check_checkpoint_path();
+  if (options_.checkpoint && rank() == 0) check_checkpoint_path();
   network_ = std::make_unique<Network>(options_, steps);
   if (options_.resume && checkpoint_exists()) load_checkpoint();
+  if (rank() != 0 && steps_done_ > 0) {
+    // The checkpoint's sums so far are the world's (reduce_epoch_sums before saving): rank 0 carries them on.
+    loss_sum_.fill_(0);
+    correct_.fill_(0);
+    images_done_ = 0;
+  }
+  if (world_size() > 1) ddp_ = std::make_unique<dist::DistributedDataParallel>(network_->model, *options_.group);
+}
+
+// Note [Training on several ranks]
+// Under mpirun every rank builds the same network from the same seed, and DistributedDataParallel makes sure of it
+// by broadcasting rank 0's. Each epoch, every rank draws the same seeded order of the whole training set and takes
+// its shard (DistributedSampler: padded to a multiple of the world size), in steps of `batch_size` images: the
+// batch size is per rank, as in PyTorch, so a step of the world sees size x batch_size images and the learning rate
+// is not rescaled. After each step the ranks agree on whether to stop (one small all-reduce), so that a signal that
+// reaches one rank stops all of them at the same step. The epoch's loss and accuracy sums are all-reduced once,
+// after the epoch; the test set is evaluated whole on every rank. Rank 0 alone takes the checkpoint's lock and
+// writes it; every rank reads it on resume (on several machines the path must be on a shared filesystem), and a
+// checkpoint written by another number of ranks is refused, as its shards and steps differ.
+std::shared_ptr<const data::Dataset> Trainer::shard(int64_t epoch) const {
+  if (world_size() == 1) return train_set_;
+  data::DistributedSampler sampler(train_set_->size(), world_size(), rank(), /*shuffle=*/true, options_.seed);
+  sampler.set_epoch(static_cast<uint64_t>(epoch));
+  return std::make_shared<data::Subset>(train_set_, sampler.indices());
+}
+
+void Trainer::reduce_epoch_sums() {
+  if (world_size() == 1) return;
+  Tensor images = tensor<int64_t>({images_done_});
+  options_.group->all_reduce(loss_sum_)->wait();
+  options_.group->all_reduce(correct_)->wait();
+  options_.group->all_reduce(images)->wait();
+  images_done_ = images.item<int64_t>();
+}
+
+bool Trainer::stop_agreed() {
+  const bool mine = stop_requested_.load(std::memory_order_relaxed);
+  if (world_size() == 1) return mine;
+  Tensor flag = tensor<int32_t>({mine ? 1 : 0});
+  options_.group->all_reduce(flag, dist::ReduceOp::Max)->wait();
+  return flag.item<int32_t>() != 0;
 }
 
 // Note [The checkpoint path is checked before training]
@@ -190,7 +233,7 @@ std::optional<EpochReport> Trainer::train_epoch(const StepCallback& on_step, boo
   const int64_t epoch = epochs_done_;  // 0-based index of this epoch
   const int64_t first_step = steps_done_;
   data::DataLoaderOptions lo = loader_options(options_, options_.batch_size);
-  lo.shuffle = true;
+  lo.shuffle = world_size() == 1;  // with several ranks the shard is already in the epoch's order
   if (options_.recipe == Recipe::Fast) {
     // Called on the batches in order (Note [Batch transforms]), so `batch` counts them.
     lo.transform = [seed = options_.seed, epoch, batch = first_step](Tensor images) mutable {
@@ -198,7 +241,7 @@ std::optional<EpochReport> Trainer::train_epoch(const StepCallback& on_step, boo
       return flip(std::move(images));
     };
   }
-  data::DataLoader loader(train_set_, lo);
+  data::DataLoader loader(shard(epoch), lo);
   loader.set_epoch(static_cast<uint64_t>(epoch));
   loader.set_first_batch(first_step);
 
@@ -234,12 +277,15 @@ std::optional<EpochReport> Trainer::train_epoch(const StepCallback& on_step, boo
     }
     ++steps_done_;
     if (on_step) on_step(steps_done_, steps);
-    if (may_stop && stop_requested_.load(std::memory_order_relaxed) && steps_done_ < steps) {
-      if (options_.checkpoint) save_checkpoint();
+    if (may_stop && stop_agreed() && steps_done_ < steps) {
+      reduce_epoch_sums();  // rank 0's checkpoint holds the world's sums so far
+      if (options_.checkpoint && rank() == 0) save_checkpoint();
       stopped_ = true;
       return std::nullopt;
     }
   }
+  const int64_t trained_here = images_done_ - images_before;
+  reduce_epoch_sums();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   EpochReport r;
@@ -247,14 +293,14 @@ std::optional<EpochReport> Trainer::train_epoch(const StepCallback& on_step, boo
   r.train_loss = loss_sum_.item<double>() / static_cast<double>(images_done_);
   r.train_accuracy = static_cast<double>(correct_.item<int64_t>()) / static_cast<double>(images_done_);
   r.seconds = seconds;
-  r.images_per_second = static_cast<double>(images_done_ - images_before) / seconds;
+  r.images_per_second = static_cast<double>(trained_here * world_size()) / seconds;
   r.peak_memory_bytes = memory_stats(device).allocated_bytes.peak;
   r.synchronizations = transfer_counters().synchronizations - syncs_before;
   r.test_accuracy = evaluate(*test_set_);
   ++epochs_done_;
   steps_done_ = 0;
   images_done_ = 0;
-  if (options_.checkpoint) save_checkpoint();
+  if (options_.checkpoint && rank() == 0) save_checkpoint();
   return r;
 }
 
@@ -319,7 +365,8 @@ io::Metadata Trainer::settings() const {
           {"batch_size", std::to_string(options_.batch_size)},
           {"lr", fmt::format("{}", network_->optimizer_lr)},
           {"train_images", std::to_string(train_set_->size())},
-          {"test_images", std::to_string(test_set_->size())}};
+          {"test_images", std::to_string(test_set_->size())},
+          {"world_size", std::to_string(world_size())}};
 }
 
 void Trainer::save_checkpoint() const {
@@ -364,11 +411,12 @@ void Trainer::check_settings(const io::Metadata& saved, int64_t steps_done) cons
                "{}: the checkpoint was written with other settings: {}; resume with the checkpoint's settings, or "
                "pass --resume-with-changes to continue with this run's (the result then matches no uninterrupted run)",
                file, fmt::join(differences, ", "));
-  STRATA_CHECK(steps_done == 0 || (!changed.contains("batch_size") && !changed.contains("train_images")),
+  STRATA_CHECK(steps_done == 0 || (!changed.contains("batch_size") && !changed.contains("train_images") &&
+                                   !changed.contains("world_size")),
                InvalidArgumentError,
-               "{}: the checkpoint stopped inside an epoch, after step {}, which another batch size or training set "
-               "cannot continue; resume with batch_size {} and train_images {}",
-               file, steps_done, saved.at("batch_size"), saved.at("train_images"));
+               "{}: the checkpoint stopped inside an epoch, after step {}, which another batch size, training set or "
+               "number of ranks cannot continue; resume with batch_size {}, train_images {} and {} rank(s)",
+               file, steps_done, saved.at("batch_size"), saved.at("train_images"), saved.at("world_size"));
 }
 
 void Trainer::load_checkpoint() {

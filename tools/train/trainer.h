@@ -16,6 +16,7 @@
 
 #include "strata/core/device.h"
 #include "strata/data/dataset.h"
+#include "strata/dist/ddp.h"
 #include "strata/io/file.h"
 #include "strata/nn/layers.h"
 
@@ -42,6 +43,11 @@ struct TrainOptions {
   /// Resume even when the settings that decide the result (epochs, lr, batch size, seed, data subset) differ from
   /// the checkpoint's (--resume-with-changes); the result then matches no uninterrupted run.
   bool accept_changes = false;
+  /// The ranks that train together (strata-train passes dist::init()'s world); null or a world of one trains alone.
+  /// With several ranks: the model is wrapped in DistributedDataParallel, each rank trains on its shard of every
+  /// epoch (DistributedSampler) with `batch_size` images per step, the epoch's loss and accuracy are all-reduced, and
+  /// rank 0 alone writes the checkpoint (Note [Training on several ranks]).
+  dist::ProcessGroup* group = nullptr;
 };
 
 /// What one epoch did. Loss and accuracy are accumulated on the device and read once, at the end of the epoch.
@@ -108,11 +114,20 @@ class Trainer {
   /// The settings that decide the result, as the checkpoint's metadata records them.
   std::map<std::string, std::string> settings() const;
   void check_settings(const std::map<std::string, std::string>& saved, int64_t steps_done) const;
+  int world_size() const { return options_.group ? options_.group->size() : 1; }
+  int rank() const { return options_.group ? options_.group->rank() : 0; }
+  /// This rank's training examples of `epoch`: the whole set alone, its shard of the epoch's order with several.
+  std::shared_ptr<const data::Dataset> shard(int64_t epoch) const;
+  /// True on every rank when any rank was asked to stop (one all-reduce with several ranks).
+  bool stop_agreed();
+  /// With several ranks, replaces this rank's loss, accuracy and image sums of the epoch by the world's.
+  void reduce_epoch_sums();
 
   TrainOptions options_;
   std::shared_ptr<const data::Dataset> train_set_;
   std::shared_ptr<const data::Dataset> test_set_;
   std::unique_ptr<Network> network_;
+  std::unique_ptr<dist::DistributedDataParallel> ddp_;  // with several ranks
   std::unique_ptr<io::FileLock> lock_;
   int64_t steps_per_epoch_ = 0;
   int64_t epochs_done_ = 0;
