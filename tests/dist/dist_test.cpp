@@ -10,6 +10,7 @@
 
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
+#include "strata/data/dataset.h"
 #include "strata/data/distributed_sampler.h"
 #include "strata/dist/ddp.h"
 #include "strata/dist/process_group.h"
@@ -149,6 +150,20 @@ TEST(DistributedSampler, SameOrderOnEveryRankNewOrderEachEpochAndDropLast) {
   EXPECT_EQ(dropping.indices(), (std::vector<int64_t>{2, 5, 8}));
   EXPECT_THROW(data::DistributedSampler(10, 2, 2), InvalidArgumentError);
   EXPECT_THROW(data::DistributedSampler(-1, 1, 0), InvalidArgumentError);
+}
+
+TEST(Subset, GivesTheExamplesAtItsIndicesInOrder) {
+  auto base = std::make_shared<data::TensorDataset>(arange(0, 10, 1, DType::F32).reshape({10, 1}),
+                                                    arange(100, 110, 1, DType::I64));
+  const data::Subset shard(base, {7, 2, 2, 9});
+  EXPECT_EQ(shard.size(), 4);
+  EXPECT_EQ(shard.get(0).target.item<int64_t>(), 107);
+  const data::Example batch = shard.get_batch(tensor<int64_t>({3, 1, 0}));
+  EXPECT_EQ(batch.target.to_vector<int64_t>(), (std::vector<int64_t>{109, 102, 107}));
+  EXPECT_EQ(batch.data.reshape({-1}).to_vector<float>(), (std::vector<float>{9, 2, 7}));
+  EXPECT_THROW(data::Subset(base, {10}), IndexError);
+  EXPECT_THROW(shard.get_batch(tensor<int64_t>({4})), IndexError);
+  EXPECT_THROW(data::Subset(nullptr, {}), InvalidArgumentError);
 }
 
 TEST(PostAccumulateHooks, RunAfterAccumulationWithTheGradientAndCallbacksAtTheEnd) {
