@@ -171,6 +171,15 @@ Tensor from_dlpack(DLManagedTensor* managed) {
                fmt::join(strides, ", "), dtype);
   STRATA_CHECK(extent == 0 || dl.data != nullptr, InvalidArgumentError,
                "from_dlpack: data is null for a tensor of shape {} with elements", shape);
+  // The producer vouches for the memory, but an address past the end of the address space is no memory: refuse a
+  // byte_offset, or a span after it, that wraps around (forming that pointer would be undefined behaviour too).
+  std::uintptr_t first = 0;
+  std::uintptr_t end = 0;
+  STRATA_CHECK(!__builtin_add_overflow(reinterpret_cast<std::uintptr_t>(dl.data), dl.byte_offset, &first) &&
+                   !__builtin_add_overflow(first, static_cast<std::uintptr_t>(nbytes), &end),
+               InvalidArgumentError,
+               "from_dlpack: data + byte_offset ({} + {}) and the {} bytes after it wrap around the address space",
+               dl.data, dl.byte_offset, nbytes);
   void* data = dl.data == nullptr ? nullptr : static_cast<char*>(dl.data) + dl.byte_offset;
   STRATA_CHECK(reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(elem) == 0, InvalidArgumentError,
                "from_dlpack: data + byte_offset ({} + {}) is not aligned to the {} bytes of a {} element", dl.data,

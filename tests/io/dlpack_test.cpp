@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -232,6 +233,22 @@ TEST(DLPack, DescriptionsThatWouldReachBadMemoryAreRejected) {
   shape = {0};
   const Tensor none = from_dlpack(m);
   EXPECT_EQ(none.numel(), 0);
+}
+
+// Found by fuzz/dlpack_fuzz.cpp: float32 of shape [2] with byte_offset 2^64 - 4 (its input
+// 02 20 01 00 01 00 00 00 00 00 00 00 01 00 00 fc ff ff ff ff ff ff ff 02 00 00 00 00 00 00 00). data + byte_offset
+// wrapped around to 4 bytes before the buffer, which UBSan reported as a pointer overflow, and the tensor was taken.
+TEST(DLPack, ByteOffsetsThatWrapAroundTheAddressSpaceAreRejected) {
+  int deleted = 0;
+  DLManagedTensor* m = make_foreign({1, 2, 3, 4}, {2}, {}, &deleted);
+  DLTensor& dl = m->dl_tensor;
+  dl.byte_offset = ~uint64_t{0} - 3;
+  expect_refused<InvalidArgumentError>(m, "wrap around the address space");
+  // The first element's address fits (the last 4 bytes of the address space), but the second does not.
+  dl.byte_offset = ~reinterpret_cast<std::uintptr_t>(dl.data) - 3;
+  expect_refused<InvalidArgumentError>(m, "and the 8 bytes after it wrap around the address space");
+  EXPECT_EQ(deleted, 0) << "a failed import must not consume the tensor";
+  m->deleter(m);
 }
 
 class DLPackDevices : public ::testing::TestWithParam<Device> {};
