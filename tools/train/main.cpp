@@ -237,21 +237,17 @@ int main(int argc, char** argv) {
           : trainer.epochs_done() > 0 ? fmt::format("after epoch {}/{}", trainer.epochs_done(), options.epochs)
                                       : std::string("before the first step");
       const std::string name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a stop request";
-      if (!speaks) {
-        // another rank says where the world stopped
-      } else if (options.checkpoint) {
+      if (speaks && options.checkpoint) {  // rank 0 says where the world stopped
         fmt::print(stderr, "strata-train: stopped by {} {}; saved in {}; resume with: {}\n", name,
                    where, checkpoint, resume_command(argc, argv));
-      } else {
+      } else if (speaks) {
         fmt::print(stderr, "strata-train: stopped by {} {}; without --checkpoint nothing was saved\n", name, where);
       }
       return 128 + (signal != 0 ? signal : SIGTERM);
     }
     const double final_accuracy = reports.empty() ? trainer.evaluate(*subset(test_split, test_images))
                                                   : reports.back().test_accuracy;
-    if (!speaks) {
-      // rank 0 prints the result
-    } else if (json) {
+    if (speaks && json) {
       nlohmann::json out{{"device", fmt::format("{}", options.device)},
                          {"ranks", world.size()},
                          {"recipe", recipe},
@@ -262,7 +258,7 @@ int main(int argc, char** argv) {
                          {"epoch_reports", nlohmann::json::array()}};
       for (const auto& r : reports) out["epoch_reports"].push_back(to_json(r));
       fmt::print("{}\n", out.dump(2));
-    } else {
+    } else if (speaks) {
       fmt::print("final test accuracy: {:.2f}%\n", 100 * final_accuracy);
     }
   } catch (const Error& e) {
