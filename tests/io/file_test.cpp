@@ -42,7 +42,7 @@ bool save_killed_at(const std::filesystem::path& path, KillPoint point, const st
   if (child == 0) {
     const auto die = [] { ::kill(::getpid(), SIGKILL); };
     if (point == KillPoint::MidWrite) {
-      io::detail::set_save_hook([&](const std::string& name) {
+      io::detail::set_save_hook([die](const std::string& name) {
         if (name == "b") die();
       });
     } else {
@@ -50,7 +50,8 @@ bool save_killed_at(const std::filesystem::path& path, KillPoint point, const st
                            : point == KillPoint::AfterFsync ? SavePoint::Flushed
                            : point == KillPoint::AfterLink  ? SavePoint::Linked
                                                             : SavePoint::Renamed;
-      io::detail::set_save_point_hook([&](SavePoint p) {
+      // By value: the hook runs after this block has ended.
+      io::detail::set_save_point_hook([die, at](SavePoint p) {
         if (p == at) die();
       });
     }
