@@ -1,8 +1,10 @@
 #include "strata/data/fashion_mnist.h"
 
+
 #include <string>
 
 #include "strata/core/error.h"
+#include "strata/data/idx_detail.h"
 #include "strata/tensor/factories.h"
 
 namespace strata::data {
@@ -19,7 +21,7 @@ std::filesystem::path find_file(const std::filesystem::path& dir, const std::str
 }
 
 Tensor read_images(const std::filesystem::path& path) {
-  Tensor images = read_idx(path);
+  Tensor images = detail::read_idx_of_rank(path, 3, "an images file");
   const Shape& s = images.shape();
   STRATA_CHECK(s.size() == 3 && s[1] == FashionMnist::kImageSize && s[2] == FashionMnist::kImageSize, IOError,
                "FashionMnist: '{}' should hold images of shape [N, 28, 28], found shape {}", path.string(), s);
@@ -27,7 +29,7 @@ Tensor read_images(const std::filesystem::path& path) {
 }
 
 Tensor read_labels(const std::filesystem::path& path) {
-  const Tensor raw = read_idx(path);
+  const Tensor raw = detail::read_idx_of_rank(path, 1, "a labels file");
   STRATA_CHECK(raw.dim() == 1, IOError, "FashionMnist: '{}' should hold labels of shape [N], found shape {}",
                path.string(), raw.shape());
   Tensor labels = empty(raw.shape(), DType::I64);

@@ -1,6 +1,7 @@
 // IDX files (yann.lecun.com/exdb/mnist): a 4-byte magic number, big-endian dimension sizes, then the data.
 #include "strata/data/idx.h"
 
+
 #include <unistd.h>
 #include <zlib.h>
 
@@ -10,10 +11,12 @@
 #include <memory>
 #include <string_view>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "strata/core/error.h"
+#include "strata/data/idx_detail.h"
 #include "strata/io/file.h"
 #include "strata/tensor/factories.h"
 
@@ -86,7 +89,9 @@ class IdxFile {
 
 }  // namespace
 
-Tensor read_idx(const std::filesystem::path& path) {
+namespace {
+
+Tensor read(const std::filesystem::path& path, std::optional<int> expected_ndim, std::string_view what) {
   IdxFile file(path);
   const std::string name = path.string();
   unsigned char magic[4] = {};
@@ -102,6 +107,9 @@ Tensor read_idx(const std::filesystem::path& path) {
   const int ndim = magic[3];
   STRATA_CHECK(ndim >= 1 && ndim <= kMaxDims, IOError,
                "read_idx: '{}' declares {} dimensions; expected between 1 and {}", name, ndim, kMaxDims);
+  // Before the sizes are read: a wrong header would otherwise be reported as data missing for a shape it made up.
+  STRATA_CHECK(!expected_ndim || ndim == *expected_ndim, IOError, "read_idx: '{}' declares {} dimensions, but {} has {}",
+               name, ndim, what, expected_ndim.value_or(0));
 
   unsigned char dims[4 * kMaxDims] = {};
   const auto dims_bytes = static_cast<std::size_t>(4 * ndim);
@@ -149,6 +157,14 @@ Tensor read_idx(const std::filesystem::path& path) {
   Tensor out = empty(shape, DType::U8);
   if (count > 0) std::memcpy(out.data_ptr(), bytes.data(), count);
   return out;
+}
+
+}  // namespace
+
+Tensor read_idx(const std::filesystem::path& path) { return read(path, std::nullopt, ""); }
+
+Tensor detail::read_idx_of_rank(const std::filesystem::path& path, int ndim, std::string_view what) {
+  return read(path, ndim, what);
 }
 
 }  // namespace strata::data

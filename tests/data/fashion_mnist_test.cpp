@@ -95,6 +95,16 @@ TEST(FashionMnist, LabelOutOfRangeIsAnIOError) {
   EXPECT_NE(message.find("label 12 at position 1"), std::string::npos) << message;
 }
 
+TEST(FashionMnist, ALabelsFileWithTheHeaderOfImagesSaysItShouldHaveOneDimension) {
+  TempDir dir;
+  write_split(dir, "train", 2, 2);
+  // The header of a [60000, 28, 28] images file, without the data: once reported as "truncated" for a made-up shape.
+  write_file(dir / "train-labels-idx1-ubyte.gz", gzip(Bytes{0, 0, 8, 3, 0, 0, 0xEA, 0x60, 0, 0, 0, 28, 0, 0, 0, 28}));
+  const std::string message = load_error(dir, Split::Train);
+  EXPECT_NE(message.find("declares 3 dimensions, but a labels file has 1"), std::string::npos) << message;
+  EXPECT_EQ(message.find("truncated"), std::string::npos) << message;
+}
+
 TEST(FashionMnist, ClassNames) {
   EXPECT_EQ(FashionMnist::class_name(0), "T-shirt/top");
   EXPECT_EQ(FashionMnist::class_name(9), "Ankle boot");
