@@ -261,7 +261,7 @@ class MpiGroup final : public ProcessGroup {
   }
 
   std::shared_ptr<Work> all_gather(Tensor& output, const Tensor& input) override {
-    check_gathered("all_gather", output, input);
+    detail::check_gathered("all_gather", output, input, size_);
     auto in = std::make_shared<Staged>(stage("all_gather", input));
     auto out = std::make_shared<Staged>(stage("all_gather", output));
     return enqueue(Kind::AllGather, input, ReduceOp::Sum, 0, out, [this, in, out] {
@@ -273,7 +273,7 @@ class MpiGroup final : public ProcessGroup {
   }
 
   std::shared_ptr<Work> reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op) override {
-    check_gathered("reduce_scatter", input, output);
+    detail::check_gathered("reduce_scatter", input, output, size_);
     check_reducible("reduce_scatter", output, op);
     auto in = std::make_shared<Staged>(stage("reduce_scatter", input));
     auto out = std::make_shared<Staged>(stage("reduce_scatter", output));
@@ -302,14 +302,6 @@ class MpiGroup final : public ProcessGroup {
     STRATA_CHECK(t.dtype() != DType::Bool, DTypeError, "{}: bool tensors cannot be reduced", op);
     STRATA_CHECK(reduce != ReduceOp::Avg || is_floating(t.dtype()), DTypeError,
                  "{}: avg needs a floating dtype, not {}", op, t.dtype());
-  }
-
-  void check_gathered(const char* op, const Tensor& big, const Tensor& small) const {
-    STRATA_CHECK(big.defined() && small.defined(), InvalidArgumentError, "{}: a tensor is undefined", op);
-    STRATA_CHECK(big.dim() == small.dim() + 1 && big.size(0) == size_ && big.numel() == small.numel() * size_ &&
-                     big.dtype() == small.dtype(),
-                 ShapeError, "{}: the larger tensor must be [{}, *{}] {} (the world size first), not {} {}", op, size_,
-                 small.shape(), small.dtype(), big.shape(), big.dtype());
   }
 
   std::shared_ptr<Work> enqueue(Kind kind, const Tensor& described, ReduceOp op, int root,

@@ -30,13 +30,6 @@ class DoneWork final : public Work {
   bool is_completed() override { return true; }
 };
 
-void check_gathered_shapes(const char* op, const Tensor& big, const Tensor& small) {
-  STRATA_CHECK(big.dim() == small.dim() + 1 && big.size(0) == 1 && big.numel() == small.numel() &&
-                   big.dtype() == small.dtype() && big.device() == small.device(),
-               ShapeError, "{}: in a world of one the larger tensor must be [1, *{}] {} on {}, not {} {} on {}", op,
-               small.shape(), small.dtype(), small.device(), big.shape(), big.dtype(), big.device());
-}
-
 class LocalGroup final : public ProcessGroup {
  public:
   int rank() const override { return 0; }
@@ -55,12 +48,12 @@ class LocalGroup final : public ProcessGroup {
     return done();
   }
   std::shared_ptr<Work> all_gather(Tensor& output, const Tensor& input) override {
-    check_gathered_shapes("all_gather", output, input);
+    detail::check_gathered("all_gather", output, input, 1);
     output.select(0, 0).copy_(input);
     return done();
   }
   std::shared_ptr<Work> reduce_scatter(Tensor& output, const Tensor& input, ReduceOp) override {
-    check_gathered_shapes("reduce_scatter", input, output);
+    detail::check_gathered("reduce_scatter", input, output, 1);
     output.copy_(input.select(0, 0));
     return done();
   }
@@ -93,6 +86,14 @@ World& the_world() {
 }
 
 }  // namespace
+
+void detail::check_gathered(const char* op, const Tensor& big, const Tensor& small, int world_size) {
+  STRATA_CHECK(big.defined() && small.defined(), InvalidArgumentError, "{}: a tensor is undefined", op);
+  STRATA_CHECK(big.dim() == small.dim() + 1 && big.size(0) == world_size && big.numel() == small.numel() * world_size &&
+                   big.dtype() == small.dtype() && big.device() == small.device(),
+               ShapeError, "{}: the larger tensor must be [{}, *{}] {} on {} (the world size first), not {} {} on {}",
+               op, world_size, small.shape(), small.dtype(), small.device(), big.shape(), big.dtype(), big.device());
+}
 
 std::shared_ptr<ProcessGroup> make_local_group() { return std::make_shared<LocalGroup>(); }
 

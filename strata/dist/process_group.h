@@ -56,6 +56,12 @@ class ProcessGroup {
   virtual std::shared_ptr<Work> barrier() = 0;
 };
 
+namespace detail {
+/// The shapes all_gather and reduce_scatter take, for every backend: `big` is [world_size, *small.shape], of small's
+/// dtype and device; ShapeError (or InvalidArgumentError for an undefined tensor) otherwise.
+void check_gathered(const char* op, const Tensor& big, const Tensor& small, int world_size);
+}  // namespace detail
+
 /// A world of one: every collective is the identity (Avg too) and completes at once. What a program gets without a
 /// launcher, or in a build without MPI.
 std::shared_ptr<ProcessGroup> make_local_group();

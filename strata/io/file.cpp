@@ -58,6 +58,14 @@ bool process_is_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; 
 
 std::string temporary_prefix(const std::filesystem::path& path) { return path.filename().string() + ".tmp-"; }
 
+// `<path>.tmp-<pid>-<tag><n>`, the one form temporary_pid reads back; the serial makes each call's name new in this
+// process.
+std::filesystem::path temporary_name(const std::filesystem::path& path, const char* tag) {
+  static std::atomic<uint64_t> serial{0};
+  return path.parent_path() /
+         (temporary_prefix(path) + std::to_string(::getpid()) + "-" + tag + std::to_string(serial.fetch_add(1)));
+}
+
 }  // namespace
 
 void detail::set_save_point_hook(std::function<void(SavePoint)> hook) { save_point_hook() = std::move(hook); }
@@ -92,10 +100,8 @@ AtomicFile::AtomicFile(std::filesystem::path path, std::string op) : path_(std::
   if (!unnamed_) {
     // A name no other writer uses, in this process or another: two saves of one path at once must not write into
     // each other's temporary file. The last rename wins, and each file renamed is whole.
-    static std::atomic<uint64_t> serial{0};
     do {
-      temp_ = path_;
-      temp_ += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(serial.fetch_add(1));
+      temp_ = temporary_name(path_, "");
       fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     } while (fd_ < 0 && errno == EEXIST);
     STRATA_CHECK(fd_ >= 0, IOError, "{}: cannot create '{}' to write '{}': {}", op_, temp_.string(), path_.string(),
@@ -125,12 +131,10 @@ void AtomicFile::write(const void* data, std::size_t bytes) {
 
 // Gives the unnamed file its temporary name, for the rename. The name lives only until the rename.
 void AtomicFile::link_temporary() {
-  static std::atomic<uint64_t> serial{0};
   const std::string fd_path = "/proc/self/fd/" + std::to_string(fd_);
   int linked = -1;
   do {
-    temp_ = path_;
-    temp_ += ".tmp-" + std::to_string(::getpid()) + "-u" + std::to_string(serial.fetch_add(1));
+    temp_ = temporary_name(path_, "u");
     linked = ::linkat(AT_FDCWD, fd_path.c_str(), AT_FDCWD, temp_.c_str(), AT_SYMLINK_FOLLOW);
   } while (linked != 0 && errno == EEXIST);
   if (linked != 0) {

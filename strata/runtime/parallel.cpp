@@ -69,6 +69,9 @@ std::atomic<int>& threads_in_regions() {
   return count;
 }
 
+// The pool's share of a region started while `others` host threads are in regions.
+int share_with(int others) { return std::max(1, num_threads() / (others + 1)); }
+
 class RegionShare {
  public:
   RegionShare() : others_(threads_in_regions().fetch_add(1, std::memory_order_relaxed)) {}
@@ -76,7 +79,7 @@ class RegionShare {
   RegionShare(const RegionShare&) = delete;
   RegionShare& operator=(const RegionShare&) = delete;
 
-  int threads() const { return std::max(1, num_threads() / (others_ + 1)); }
+  int threads() const { return share_with(others_); }
 
  private:
   int others_;
@@ -84,7 +87,7 @@ class RegionShare {
 
 }  // namespace
 
-int fair_share_of_threads() { return std::max(1, num_threads() / (threads_in_regions().load() + 1)); }
+int fair_share_of_threads() { return share_with(threads_in_regions().load()); }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
