@@ -9,10 +9,12 @@ signal=$1
 pattern=$2
 out=$3
 shift 3
+# Removed first: the wait below must not find the pattern in an earlier run's output before this one's starts.
+rm -f "$out.out" "$out.err"
 "$@" >"$out.out" 2>"$out.err" &
 pid=$!
 tries=0
-until grep -q "$pattern" "$out.out"; do
+until grep -q "$pattern" "$out.out" 2>/dev/null; do
   if ! kill -0 "$pid" 2>/dev/null || [ "$tries" -ge 6000 ]; then
     echo "no line matching '$pattern' while the command ran"
     break
