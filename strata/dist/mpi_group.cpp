@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "strata/core/error.h"
+#include "strata/dist/agreement.h"
 #include "strata/tensor/factories.h"
 
 namespace strata::dist {
@@ -45,46 +46,11 @@ namespace {
 // joins it, so that mpirun sees a clean exit. When a collective has timed out the thread may be blocked inside MPI
 // for ever: then it is left behind and MPI is not finalized (mpirun reports the rank as failed, which it has).
 
-enum class Kind : int64_t { AllReduce = 1, Broadcast, AllGather, ReduceScatter, Barrier };
-
-const char* kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::AllReduce: return "all_reduce";
-    case Kind::Broadcast: return "broadcast";
-    case Kind::AllGather: return "all_gather";
-    case Kind::ReduceScatter: return "reduce_scatter";
-    case Kind::Barrier: return "barrier";
-  }
-  return "collective";
-}
-
-constexpr int kMaxDims = 7;
-using Descriptor = std::array<int64_t, 5 + kMaxDims>;  // kind, dtype, op, root, ndim, dims...
-
-Descriptor describe(Kind kind, const Tensor& t, ReduceOp op, int root) {
-  Descriptor d{};
-  d[0] = static_cast<int64_t>(kind);
-  if (t.defined()) {
-    d[1] = static_cast<int64_t>(t.dtype());
-    d[4] = t.dim();
-    for (int64_t i = 0; i < std::min<int64_t>(t.dim(), kMaxDims); ++i) d[static_cast<std::size_t>(5 + i)] = t.size(i);
-  }
-  d[2] = static_cast<int64_t>(op);
-  d[3] = root;
-  return d;
-}
-
-std::string describe_text(const Descriptor& d) {
-  const auto kind = static_cast<Kind>(d[0]);
-  std::vector<int64_t> dims(d.begin() + 5, d.begin() + 5 + std::min<int64_t>(d[4], kMaxDims));
-  std::string text = fmt::format("{} of [{}] {}", kind_name(kind), fmt::join(dims, ", "),
-                                 dtype_name(static_cast<DType>(d[1])));
-  if (kind == Kind::AllReduce || kind == Kind::ReduceScatter) {
-    text += fmt::format(" ({})", reduce_op_name(static_cast<ReduceOp>(d[2])));
-  }
-  if (kind == Kind::Broadcast) text += fmt::format(" from rank {}", d[3]);
-  return text;
-}
+using detail::Descriptor;
+using detail::Kind;
+using detail::describe;
+using detail::describe_text;
+using detail::kind_name;
 
 MPI_Datatype mpi_type(DType dtype) {
   switch (dtype) {
@@ -327,18 +293,7 @@ class MpiGroup final : public ProcessGroup {
     check_mpi(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, all.data(),
                             static_cast<int>(mine.size()), MPI_INT64_T, MPI_COMM_WORLD),
               "MPI_Allgather (checking that ranks agree)", rank_);
-    Descriptor first;
-    std::copy_n(all.begin(), first.size(), first.begin());
-    for (int r = 1; r < size_; ++r) {
-      Descriptor other;
-      std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(r * first.size()), other.size(), other.begin());
-      if (other != first) {
-        STRATA_THROW(CollectiveMismatchError,
-                     "ranks disagree on a collective: rank 0 called {}, but rank {} called {} (every rank must issue "
-                     "the same collectives in the same order, with the same shapes and dtypes)",
-                     describe_text(first), r, describe_text(other));
-      }
-    }
+    detail::check_agreement(all.data(), size_);
   }
 
   void run(std::promise<void>& started) {

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "strata/core/error.h"
+#include "strata/dist/device_collectives.h"
 #include "strata/runtime/cuda.h"
 #include "strata/runtime/parallel.h"
 
@@ -129,7 +130,7 @@ ProcessGroup& init() {
     auto group = make_mpi_group(options, &why);
     STRATA_CHECK(group != nullptr || info.size == 1, DistributedError,
                  "dist::init: launched by mpirun with {} ranks, but {}", info.size, why);
-    w.group = group ? group : make_local_group();
+    w.group = group ? detail::make_world_group(group, options) : make_local_group();
   } else if (info.launcher == "torchrun" && info.size > 1) {
     STRATA_THROW(NotImplementedError,
                  "dist::init: WORLD_SIZE={} without mpirun: Strata's transport between processes is MPI, and it has "

@@ -16,8 +16,11 @@ namespace strata::dist {
 enum class ReduceOp { Sum, Avg, Min, Max };
 std::string_view reduce_op_name(ReduceOp op);
 
-/// A collective in flight. wait() blocks until it has finished on this rank (the results are then in the tensors)
-/// and rethrows its error; it throws CollectiveTimeoutError when the group's timeout passes first.
+/// A collective in flight. wait() rethrows its error, and throws CollectiveTimeoutError when the group's timeout
+/// passes first. For host tensors it blocks until the collective has finished on this rank (the results are then in
+/// the tensors); for device tensors moved by the device's library (NCCL) it makes the device's current stream wait
+/// for the collective, without blocking the host, as c10d's NCCL work does (Note [Collectives on devices] in
+/// device_group.cpp).
 class Work {
  public:
   virtual ~Work() = default;
@@ -35,16 +38,18 @@ struct ProcessGroupOptions {
 // Note [Collectives]
 // Every rank calls the same collectives in the same order, with tensors of the same shape and dtype (all_gather's
 // and reduce_scatter's larger side has the world size as its first dimension). Tensors are updated in place; they
-// must stay alive and untouched until the Work completes. Any device works: the MPI backend stages GPU tensors
-// through host memory, counted as copies. Avg divides the sum by the world size (floating dtypes only). Before each
-// collective the ranks compare what they were given, so a mismatch is a CollectiveMismatchError naming both sides on
-// every rank rather than a hang or garbage (Note [Checking that ranks agree] in mpi_group.cpp says what it costs).
+// must stay alive and untouched until the Work completes. Any device works: the world moves GPU tensors with NCCL,
+// and without it they are staged through host memory, counted as copies (Note [The world's groups] in
+// device_group.cpp). Avg divides the sum by the world size (floating dtypes only). Before each collective the ranks
+// compare what they were given, so a mismatch is a CollectiveMismatchError naming both sides on every rank rather
+// than a hang or garbage (Note [Checking that ranks agree] in mpi_group.cpp says what it costs).
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  /// "mpi", "local" (a world of one).
+  /// "mpi", "local" (a world of one), "nccl"; the world of several ranks adds the device groups it has made so far
+  /// ("mpi+nccl").
   virtual std::string backend_name() const = 0;
 
   virtual std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op = ReduceOp::Sum) = 0;

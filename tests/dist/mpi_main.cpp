@@ -9,6 +9,7 @@
 
 #include "strata/core/error.h"
 #include "strata/dist/ddp.h"
+#include "strata/dist/device_collectives.h"
 #include "strata/dist/process_group.h"
 #include "strata/nn/functional.h"
 #include "strata/nn/layers.h"
@@ -16,6 +17,7 @@
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/random.h"
+#include "dist/fake_collectives.h"
 
 namespace strata {
 namespace {
@@ -100,6 +102,39 @@ TEST(MpiCollectives, MismatchedShapesAreAnErrorNamingBothOnEveryRank) {
   EXPECT_EQ(ok.to_vector<float>()[0], static_cast<float>(world().size()));
   Tensor strided = ones({2, 3}).t();
   EXPECT_THROW(world().all_reduce(strided), InvalidArgumentError);  // refused before any rank communicates
+}
+
+// A device group over the MPI world, through the logging library of fake_collectives.h on CPU tensors: rank 0's
+// group id reaches every rank through the host group, and ranks that disagree get an error, not a hang.
+TEST(MpiDeviceGroup, TheGroupIdComesFromRankZeroAndDisagreementIsAnError) {
+  auto log = std::make_shared<testing::FakeLog>();
+  dist::register_collective_library(DeviceType::CPU, std::make_shared<testing::FakeLibrary>(log));
+  std::string why;
+  auto group = dist::make_device_group(world(), DeviceType::CPU, {}, &why);
+  ASSERT_NE(group, nullptr) << why;
+  Tensor t = ones({4});
+  group->all_reduce(t)->wait();
+  {
+    std::lock_guard lock(log->mutex);
+    EXPECT_EQ(log->ids, world().rank() == 0 ? 1 : 0);
+    EXPECT_EQ(log->id, (std::vector<uint8_t>{7, 8, 9}));
+    EXPECT_EQ(log->rank, world().rank());
+    EXPECT_EQ(log->size, world().size());
+  }
+  Tensor differs = zeros({world().rank() == 0 ? 4 : 5});
+  try {
+    group->all_reduce(differs)->wait();
+    ADD_FAILURE() << "no error";
+  } catch (const CollectiveMismatchError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("rank 0 called all_reduce of [4] f32 (sum)"));
+    EXPECT_THAT(e.what(), HasSubstr("rank 1 called all_reduce of [5] f32 (sum)"));
+  }
+  {
+    std::lock_guard lock(log->mutex);
+    EXPECT_EQ(log->calls, (std::vector<std::string>{"all_reduce sum"}));  // the mismatch never reached the library
+  }
+  group.reset();
+  dist::register_collective_library(DeviceType::CPU, nullptr);
 }
 
 std::shared_ptr<nn::Sequential> mlp() {
