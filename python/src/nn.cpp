@@ -1,0 +1,322 @@
+// strata._C.nn: the C++ layers (which strata.nn wraps in Python modules), nn.functional, and strata._C.optim:
+// the optimizers and learning-rate schedulers. Anything that computes runs without the GIL.
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+
+namespace strata::python {
+namespace {
+
+namespace F = nn::functional;
+
+F::Pair to_pair(py::handle v) {
+  if (py::isinstance<py::int_>(v)) return F::Pair(v.cast<int64_t>());
+  auto seq = v.cast<std::vector<int64_t>>();
+  if (seq.size() != 2)
+    throw py::value_error("expected an int or a pair of ints, got " + std::to_string(seq.size()) + " values");
+  return F::Pair(seq[0], seq[1]);
+}
+
+std::optional<F::Pair> to_optional_pair(py::handle v) {
+  return v.is_none() ? std::nullopt : std::optional<F::Pair>(to_pair(v));
+}
+
+F::Reduction to_reduction(const std::string& r) {
+  if (r == "mean") return F::Reduction::Mean;
+  if (r == "sum") return F::Reduction::Sum;
+  if (r == "none") return F::Reduction::None;
+  throw py::value_error("reduction must be 'mean', 'sum' or 'none', got '" + r + "'");
+}
+
+Tensor or_undefined(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
+
+TensorOptions layer_options(py::handle dtype, py::handle device) {
+  return TensorOptions().dtype(to_dtype(dtype, DType::F32)).device(to_device(device));
+}
+
+py::dict to_dict(const nn::StateDict& state) {
+  py::dict d;
+  for (const auto& [name, t] : state) d[py::str(name)] = t;
+  return d;
+}
+
+nn::StateDict from_dict(const py::dict& d) {
+  nn::StateDict state;
+  for (auto [k, v] : d) state.insert(k.cast<std::string>(), v.cast<Tensor>());
+  return state;
+}
+
+std::vector<Tensor> to_params(py::iterable params) {
+  std::vector<Tensor> out;
+  for (py::handle p : params) {
+    if (py::isinstance<py::dict>(p)) {
+      throw py::type_error("parameter groups are not supported yet; pass the parameters themselves");
+    }
+    out.push_back(p.cast<Tensor>());
+  }
+  return out;
+}
+
+void register_layers(py::module_& nn_) {
+  using Module = nn::Module;
+  py::class_<Module, std::shared_ptr<Module>>(nn_, "CppModule", "A module implemented in C++.")
+      .def("named_parameters", &Module::named_parameters, py::arg("recurse") = true)
+      .def("named_buffers", &Module::named_buffers, py::arg("recurse") = true)
+      .def("train", &Module::train, py::arg("mode") = true)
+      .def_property_readonly("training", &Module::is_training)
+      .def_property_readonly("type_name", &Module::type_name);
+  py::class_<nn::Layer, Module, std::shared_ptr<nn::Layer>>(nn_, "CppLayer")
+      .def("__call__", [](nn::Layer& l, const Tensor& x) { return without_gil([&] { return l(x); }); });
+  using namespace nn;
+  py::class_<Linear, Layer, std::shared_ptr<Linear>>(nn_, "Linear")
+      .def(py::init([](int64_t in, int64_t out, bool bias, py::object dtype, py::object device) {
+             return std::make_shared<Linear>(in, out, bias, layer_options(dtype, device));
+           }),
+           py::arg("in_features"), py::arg("out_features"), py::arg("bias") = true, py::arg("dtype") = py::none(),
+           py::arg("device") = py::none());
+  py::class_<Conv2d, Layer, std::shared_ptr<Conv2d>>(nn_, "Conv2d")
+      .def(py::init([](int64_t in, int64_t out, py::object kernel, py::object stride, py::object padding,
+                       py::object dilation, int64_t groups, bool bias, py::object dtype, py::object device) {
+             Conv2dOptions o(in, out, to_pair(kernel));
+             o.stride(to_pair(stride)).padding(to_pair(padding)).dilation(to_pair(dilation)).groups(groups).bias(bias);
+             o.tensor_options_ = layer_options(dtype, device);
+             return std::make_shared<Conv2d>(o);
+           }),
+           py::arg("in_channels"), py::arg("out_channels"), py::arg("kernel_size"), py::arg("stride") = 1,
+           py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("groups") = 1, py::arg("bias") = true,
+           py::arg("dtype") = py::none(), py::arg("device") = py::none());
+  auto pool = [](py::object kernel, py::object stride, py::object padding) {
+    Pool2dOptions o(to_pair(kernel));
+    if (!stride.is_none()) o.stride(to_pair(stride));
+    o.padding(to_pair(padding));
+    return o;
+  };
+  py::class_<MaxPool2d, Layer, std::shared_ptr<MaxPool2d>>(nn_, "MaxPool2d")
+      .def(py::init(
+               [pool](py::object k, py::object s, py::object p) { return std::make_shared<MaxPool2d>(pool(k, s, p)); }),
+           py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0);
+  py::class_<AvgPool2d, Layer, std::shared_ptr<AvgPool2d>>(nn_, "AvgPool2d")
+      .def(py::init(
+               [pool](py::object k, py::object s, py::object p) { return std::make_shared<AvgPool2d>(pool(k, s, p)); }),
+           py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0);
+  py::class_<AdaptiveAvgPool2d, Layer, std::shared_ptr<AdaptiveAvgPool2d>>(nn_, "AdaptiveAvgPool2d")
+      .def(py::init([](py::object size) { return std::make_shared<AdaptiveAvgPool2d>(to_pair(size)); }),
+           py::arg("output_size"));
+  py::class_<BatchNorm2d, Layer, std::shared_ptr<BatchNorm2d>>(nn_, "BatchNorm2d")
+      .def(py::init([](int64_t n, double eps, double momentum, bool affine, bool track, py::object dtype,
+                       py::object device) {
+             BatchNorm2dOptions o(n);
+             o.eps(eps).momentum(momentum).affine(affine).track_running_stats(track);
+             o.tensor_options_ = layer_options(dtype, device);
+             return std::make_shared<BatchNorm2d>(o);
+           }),
+           py::arg("num_features"), py::arg("eps") = 1e-5, py::arg("momentum") = 0.1, py::arg("affine") = true,
+           py::arg("track_running_stats") = true, py::arg("dtype") = py::none(), py::arg("device") = py::none());
+  py::class_<LayerNorm, Layer, std::shared_ptr<LayerNorm>>(nn_, "LayerNorm")
+      .def(py::init([](py::object shape, double eps, bool affine, py::object dtype, py::object device) {
+             LayerNormOptions o(to_shape(shape));
+             o.eps(eps).elementwise_affine(affine);
+             o.tensor_options_ = layer_options(dtype, device);
+             return std::make_shared<LayerNorm>(o);
+           }),
+           py::arg("normalized_shape"), py::arg("eps") = 1e-5, py::arg("elementwise_affine") = true,
+           py::arg("dtype") = py::none(), py::arg("device") = py::none());
+  py::class_<Dropout, Layer, std::shared_ptr<Dropout>>(nn_, "Dropout").def(py::init<double>(), py::arg("p") = 0.5);
+  py::class_<Embedding, Layer, std::shared_ptr<Embedding>>(nn_, "Embedding")
+      .def(py::init([](int64_t n, int64_t dim, py::object dtype, py::object device) {
+             return std::make_shared<Embedding>(n, dim, layer_options(dtype, device));
+           }),
+           py::arg("num_embeddings"), py::arg("embedding_dim"), py::arg("dtype") = py::none(),
+           py::arg("device") = py::none());
+  nn_.def(
+      "to_in_place",
+      [](Tensor t, std::optional<Device> device, std::optional<DType> dtype) {
+        // What Module::to does to each tensor: the handle keeps its identity, so optimizers and layers holding it
+        // follow.
+        NoGradGuard no_grad;
+        auto convert = [&](const Tensor& x) {
+          Tensor y = device ? x.to(*device) : x;
+          return dtype && is_floating(y.dtype()) ? y.to(*dtype) : y;
+        };
+        without_gil([&] {
+          Tensor moved = convert(t);
+          if (!moved.is_same(t)) t.set_data(moved);
+          Tensor g = t.grad();
+          if (g.defined()) {
+            Tensor moved_grad = convert(g);
+            if (!moved_grad.is_same(g)) g.set_data(moved_grad);
+          }
+        });
+      },
+      py::arg("tensor"), py::arg("device") = py::none(), py::arg("dtype") = py::none());
+}
+
+void register_functional(py::module_& f) {
+  f.def(
+      "linear",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
+        return without_gil([&] { return F::linear(x, w, or_undefined(b)); });
+      },
+      py::arg("input"), py::arg("weight"), py::arg("bias") = py::none());
+  f.def(
+      "conv2d",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, py::object stride, py::object padding,
+         py::object dilation, int64_t groups) {
+        const F::Pair s = to_pair(stride), p = to_pair(padding), d = to_pair(dilation);
+        return without_gil([&] { return F::conv2d(x, w, or_undefined(b), s, p, d, groups); });
+      },
+      py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
+      py::arg("dilation") = 1, py::arg("groups") = 1);
+  f.def(
+      "max_pool2d",
+      [](const Tensor& x, py::object kernel, py::object stride, py::object padding) {
+        const F::Pair k = to_pair(kernel), p = to_pair(padding);
+        const auto s = to_optional_pair(stride);
+        return without_gil([&] { return F::max_pool2d(x, k, s, p); });
+      },
+      py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0);
+  f.def(
+      "avg_pool2d",
+      [](const Tensor& x, py::object kernel, py::object stride, py::object padding) {
+        const F::Pair k = to_pair(kernel), p = to_pair(padding);
+        const auto s = to_optional_pair(stride);
+        return without_gil([&] { return F::avg_pool2d(x, k, s, p); });
+      },
+      py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0);
+  f.def(
+      "adaptive_avg_pool2d",
+      [](const Tensor& x, py::object size) {
+        const F::Pair s = to_pair(size);
+        return without_gil([&] { return F::adaptive_avg_pool2d(x, s); });
+      },
+      py::arg("input"), py::arg("output_size"));
+  f.def(
+      "dropout", [](const Tensor& x, double p, bool training) { return F::dropout(x, p, training); }, py::arg("input"),
+      py::arg("p") = 0.5, py::arg("training") = true);
+  f.def(
+      "batch_norm",
+      [](const Tensor& x, std::optional<Tensor> mean, std::optional<Tensor> var, std::optional<Tensor> w,
+         std::optional<Tensor> b, bool training, double momentum, double eps) {
+        return without_gil([&] {
+          return F::batch_norm(x, or_undefined(mean), or_undefined(var), or_undefined(w), or_undefined(b), training,
+                               momentum, eps);
+        });
+      },
+      py::arg("input"), py::arg("running_mean"), py::arg("running_var"), py::arg("weight") = py::none(),
+      py::arg("bias") = py::none(), py::arg("training") = false, py::arg("momentum") = 0.1, py::arg("eps") = 1e-5);
+  f.def(
+      "layer_norm",
+      [](const Tensor& x, py::object shape, std::optional<Tensor> w, std::optional<Tensor> b, double eps) {
+        const Shape s = to_shape(shape);
+        return without_gil([&] { return F::layer_norm(x, s, or_undefined(w), or_undefined(b), eps); });
+      },
+      py::arg("input"), py::arg("normalized_shape"), py::arg("weight") = py::none(), py::arg("bias") = py::none(),
+      py::arg("eps") = 1e-5);
+  f.def(
+      "embedding", [](const Tensor& i, const Tensor& w) { return F::embedding(i, w); }, py::arg("input"),
+      py::arg("weight"));
+  f.def(
+      "cross_entropy",
+      [](const Tensor& x, const Tensor& target, const std::string& reduction, double smoothing) {
+        const F::Reduction r = to_reduction(reduction);
+        return without_gil([&] { return F::cross_entropy(x, target, r, smoothing); });
+      },
+      py::arg("input"), py::arg("target"), py::arg("reduction") = "mean", py::arg("label_smoothing") = 0.0);
+  f.def(
+      "nll_loss",
+      [](const Tensor& x, const Tensor& target, const std::string& reduction) {
+        const F::Reduction r = to_reduction(reduction);
+        return without_gil([&] { return F::nll_loss(x, target, r); });
+      },
+      py::arg("input"), py::arg("target"), py::arg("reduction") = "mean");
+  f.def(
+      "mse_loss",
+      [](const Tensor& x, const Tensor& target, const std::string& reduction) {
+        const F::Reduction r = to_reduction(reduction);
+        return without_gil([&] { return F::mse_loss(x, target, r); });
+      },
+      py::arg("input"), py::arg("target"), py::arg("reduction") = "mean");
+}
+
+void register_optim(py::module_& o) {
+  using namespace optim;
+  py::class_<Optimizer, std::shared_ptr<Optimizer>>(o, "Optimizer")
+      .def(
+          "step",
+          [](Optimizer& opt, py::object closure) -> py::object {
+            py::object loss = closure.is_none() ? py::none() : closure();
+            without_gil([&] { opt.step(); });
+            return loss;
+          },
+          py::arg("closure") = py::none())
+      .def(
+          "zero_grad", [](Optimizer& opt, bool set_to_none) { opt.zero_grad(set_to_none); },
+          py::arg("set_to_none") = true)
+      .def_property("lr", &Optimizer::lr, &Optimizer::set_lr)
+      .def_property_readonly("params", &Optimizer::params)
+      .def("state_dict", [](const Optimizer& opt) { return to_dict(opt.state_dict()); })
+      .def(
+          "load_state_dict", [](Optimizer& opt, const py::dict& d) { opt.load_state_dict(from_dict(d)); },
+          py::arg("state_dict"))
+      .def("__repr__", [](const Optimizer& opt) { return opt.name() + "(lr=" + std::to_string(opt.lr()) + ")"; });
+  py::class_<SGD, Optimizer, std::shared_ptr<SGD>>(o, "SGD").def(
+      py::init([](py::iterable params, double lr, double momentum, double dampening, double wd, bool nesterov) {
+        SGDOptions opts(lr);
+        opts.momentum(momentum).dampening(dampening).weight_decay(wd).nesterov(nesterov);
+        return std::make_shared<SGD>(to_params(params), opts);
+      }),
+      py::arg("params"), py::arg("lr"), py::arg("momentum") = 0.0, py::arg("dampening") = 0.0,
+      py::arg("weight_decay") = 0.0, py::arg("nesterov") = false);
+  auto adam_options = [](double lr, std::pair<double, double> betas, double eps, std::optional<double> wd) {
+    AdamOptions opts(lr);
+    opts.betas(betas.first, betas.second).eps(eps);
+    if (wd) opts.weight_decay(*wd);
+    return opts;
+  };
+  py::class_<Adam, Optimizer, std::shared_ptr<Adam>>(o, "Adam").def(
+      py::init([adam_options](py::iterable params, double lr, std::pair<double, double> betas, double eps,
+                              std::optional<double> wd) {
+        return std::make_shared<Adam>(to_params(params), adam_options(lr, betas, eps, wd));
+      }),
+      py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8,
+      py::arg("weight_decay") = py::none());
+  py::class_<AdamW, Adam, std::shared_ptr<AdamW>>(o, "AdamW")
+      .def(py::init([adam_options](py::iterable params, double lr, std::pair<double, double> betas, double eps,
+                                   std::optional<double> wd) {
+             return std::make_shared<AdamW>(to_params(params), adam_options(lr, betas, eps, wd));
+           }),
+           py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999),
+           py::arg("eps") = 1e-8, py::arg("weight_decay") = py::none());
+
+  py::module_ s = o.def_submodule("lr_scheduler");
+  py::class_<LRScheduler, std::shared_ptr<LRScheduler>>(s, "LRScheduler")
+      .def("step", &LRScheduler::step)
+      .def("get_last_lr", [](const LRScheduler& sch) { return std::vector<double>{sch.last_lr()}; })
+      .def_property_readonly("last_epoch", &LRScheduler::last_epoch)
+      .def_property_readonly("base_lrs", [](const LRScheduler& sch) { return std::vector<double>{sch.base_lr()}; })
+      .def("state_dict", [](const LRScheduler& sch) { return to_dict(sch.state_dict()); })
+      .def(
+          "load_state_dict", [](LRScheduler& sch, const py::dict& d) { sch.load_state_dict(from_dict(d)); },
+          py::arg("state_dict"));
+  // The scheduler holds a reference to the optimizer: keep_alive keeps the optimizer as long as the scheduler.
+  py::class_<StepLR, LRScheduler, std::shared_ptr<StepLR>>(s, "StepLR")
+      .def(py::init<Optimizer&, int64_t, double>(), py::arg("optimizer"), py::arg("step_size"), py::arg("gamma") = 0.1,
+           py::keep_alive<1, 2>());
+  py::class_<CosineAnnealingLR, LRScheduler, std::shared_ptr<CosineAnnealingLR>>(s, "CosineAnnealingLR")
+      .def(py::init<Optimizer&, int64_t, double>(), py::arg("optimizer"), py::arg("T_max"), py::arg("eta_min") = 0.0,
+           py::keep_alive<1, 2>());
+}
+
+}  // namespace
+
+void register_nn(py::module_& m) {
+  py::module_ nn_ = m.def_submodule("nn", "C++ layers; use strata.nn, which wraps them in Python modules.");
+  register_layers(nn_);
+  py::module_ functional = nn_.def_submodule("functional");
+  register_functional(functional);
+  py::module_ optim = m.def_submodule("optim");
+  register_optim(optim);
+}
+
+}  // namespace strata::python

@@ -1,0 +1,288 @@
+// The Tensor class: properties, conversions, indexing and autograd, under PyTorch's names. The operators and math
+// functions are in ops.cpp; NumPy and DLPack exchange in interop.cpp.
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+
+namespace strata::python {
+namespace {
+
+// What one index of t[...] does: a number picks (and drops) a dim, a slice keeps it, None adds one, an integer
+// tensor gathers along it (a copy, as in PyTorch).
+Tensor apply_index(const Tensor& self, py::handle index, bool for_assignment) {
+  std::vector<py::handle> items;
+  if (py::isinstance<py::tuple>(index)) {
+    for (py::handle h : py::reinterpret_borrow<py::tuple>(index)) items.push_back(h);
+  } else {
+    items.push_back(index);
+  }
+  int64_t consuming = 0;
+  for (py::handle h : items) {
+    if (!h.is_none() && h.ptr() != Py_Ellipsis) ++consuming;
+  }
+  STRATA_CHECK(consuming <= self.dim(), IndexError, "too many indices for tensor of dimension {} ({} given)",
+               self.dim(), consuming);
+  Tensor result = self;
+  int64_t d = 0;
+  bool seen_ellipsis = false;
+  for (py::handle h : items) {
+    if (h.is_none()) {
+      result = result.unsqueeze(d++);
+    } else if (h.ptr() == Py_Ellipsis) {
+      STRATA_CHECK(!seen_ellipsis, IndexError, "an index can only have a single ellipsis ('...')");
+      seen_ellipsis = true;
+      d += self.dim() - consuming;  // the dims that no other index names
+    } else if (PySlice_Check(h.ptr())) {
+      auto slice = py::reinterpret_borrow<py::slice>(h);
+      auto bound = [](py::object b) { return b.is_none() ? std::optional<int64_t>() : b.cast<int64_t>(); };
+      const py::object step_obj = slice.attr("step");
+      const int64_t step = step_obj.is_none() ? 1 : step_obj.cast<int64_t>();
+      if (step <= 0) throw py::value_error("slice step must be greater than zero, got " + std::to_string(step));
+      result = result.slice(d++, bound(slice.attr("start")), bound(slice.attr("stop")), step);
+    } else if (py::isinstance<Tensor>(h)) {
+      const Tensor& idx = h.cast<const Tensor&>();
+      STRATA_CHECK(!for_assignment, IndexError,
+                   "assigning through an index tensor is not supported; index with ints and slices");
+      STRATA_CHECK(is_integral(idx.dtype()) && idx.dtype() != DType::Bool, IndexError,
+                   "tensors used as indices must be integer tensors, got {} (boolean masks are not supported)",
+                   idx.dtype());
+      if (idx.dim() == 0) {
+        result = result.select(d, idx.item().to_int());
+      } else {
+        STRATA_CHECK(idx.dim() == 1, IndexError, "an index tensor must have one dimension, got {}", idx.dim());
+        result = index_select(result, d++, idx);
+      }
+    } else if (!PyBool_Check(h.ptr()) && (PyLong_Check(h.ptr()) || py::hasattr(h, "__index__"))) {
+      result = result.select(d, h.attr("__index__")().cast<int64_t>());
+    } else {
+      throw py::type_error(
+          "only integers, slices (`:`), ellipsis (`...`), None and integer tensors are valid "
+          "indices, got " +
+          std::string(py::str(py::type::of(h).attr("__name__"))));
+    }
+  }
+  return result;
+}
+
+py::tuple shape_tuple(const Shape& shape) {
+  py::tuple t(shape.size());
+  for (std::size_t i = 0; i < shape.size(); ++i) t[i] = py::int_(shape[i]);
+  return t;
+}
+
+// t.to(...) as in PyTorch: any of a device (or its string), a dtype, another tensor (its device and dtype).
+Tensor to(const Tensor& self, py::args args, py::object device, py::object dtype, bool non_blocking, bool copy) {
+  std::optional<Device> to_device_;
+  std::optional<DType> to_dtype_;
+  for (py::handle a : args) {
+    if (py::isinstance<DType>(a))
+      to_dtype_ = a.cast<DType>();
+    else if (py::isinstance<Tensor>(a)) {
+      to_device_ = a.cast<const Tensor&>().device();
+      to_dtype_ = a.cast<const Tensor&>().dtype();
+    } else {
+      to_device_ = to_device(a);
+    }
+  }
+  if (!device.is_none()) to_device_ = to_device(device);
+  if (!dtype.is_none()) to_dtype_ = dtype.cast<DType>();
+  py::gil_scoped_release release;
+  Tensor result = self;
+  if (to_device_) result = copy ? result.copy_to(*to_device_, non_blocking) : result.to(*to_device_, non_blocking);
+  if (to_dtype_) result = result.to(*to_dtype_);
+  if (copy && result.is_same(self)) result = self.clone();
+  return result;
+}
+
+void check_one_value(const Tensor& t, const char* what) {
+  STRATA_CHECK(t.numel() == 1, InvalidArgumentError,
+               "{} of a tensor with {} values is ambiguous; only one-element tensors convert", what, t.numel());
+}
+
+}  // namespace
+
+void register_ops(py::module_& m, py::object tensor_class);
+void register_creation(py::module_& m);
+
+void register_tensor(py::module_& m) {
+  py::class_<Tensor> cls(m, "Tensor",
+                         "An n-dimensional array on a device. Assignment shares the tensor, as in PyTorch; views "
+                         "share its memory.");
+  cls.def(py::init([](const Tensor& other) { return other; }), py::arg("other"),
+          "Another handle to the same tensor (how strata.nn.Parameter wraps one).");
+  cls.def_property_readonly("shape", [](const Tensor& t) { return shape_tuple(t.shape()); });
+  cls.def(
+      "size",
+      [](const Tensor& t, py::object dim) -> py::object {
+        if (dim.is_none()) return shape_tuple(t.shape());
+        return py::int_(t.size(dim.cast<int64_t>()));
+      },
+      py::arg("dim") = py::none());
+  cls.def(
+      "stride",
+      [](const Tensor& t, py::object dim) -> py::object {
+        if (dim.is_none()) return shape_tuple(t.strides());
+        return py::int_(t.stride(dim.cast<int64_t>()));
+      },
+      py::arg("dim") = py::none());
+  cls.def_property_readonly("dtype", &Tensor::dtype);
+  cls.def_property_readonly("device", &Tensor::device);
+  cls.def_property_readonly("ndim", &Tensor::dim);
+  cls.def_property_readonly("is_cuda", [](const Tensor& t) { return t.device().is_cuda(); });
+  cls.def_property_readonly("is_cpu", [](const Tensor& t) { return t.device().is_cpu(); });
+  cls.def_property_readonly("itemsize", &Tensor::element_size);
+  cls.def_property_readonly("nbytes", [](const Tensor& t) { return t.numel() * t.element_size(); });
+  cls.def("dim", &Tensor::dim);
+  cls.def("numel", &Tensor::numel);
+  cls.def("element_size", &Tensor::element_size);
+  cls.def("is_contiguous", &Tensor::is_contiguous);
+  cls.def("storage_offset", &Tensor::offset);
+  cls.def("data_ptr", [](const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()); });
+  cls.def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); });
+  cls.def("is_pinned", &Tensor::is_pinned);
+  cls.def("shares_storage", &Tensor::shares_storage, py::arg("other"),
+          "True when both tensors are views of one memory.");
+  cls.def("__len__", [](const Tensor& t) {
+    if (t.dim() == 0) throw py::type_error("len() of a 0-d tensor");
+    return t.size(0);
+  });
+  cls.def("__iter__", [](const Tensor& t) {
+    if (t.dim() == 0) throw py::type_error("iteration over a 0-d tensor");
+    py::list rows;
+    for (int64_t i = 0; i < t.size(0); ++i) rows.append(t.select(0, i));
+    return py::iter(rows);
+  });
+  cls.def("__repr__", [](const Tensor& t) { return without_gil([&] { return t.str(); }); });
+  cls.def("__hash__", [](py::handle self) { return reinterpret_cast<std::intptr_t>(self.ptr()); });
+  cls.def(
+      "item", [](const Tensor& t) { return without_gil([&] { return t.item(); }); },
+      "The value of a one-element tensor as a Python number (a synchronisation on a GPU).");
+  cls.def("__bool__", [](const Tensor& t) {
+    check_one_value(t, "the truth value");
+    return t.item().to_bool();
+  });
+  cls.def("__float__", [](const Tensor& t) {
+    check_one_value(t, "float()");
+    return t.item().to_double();
+  });
+  cls.def("__int__", [](const Tensor& t) {
+    check_one_value(t, "int()");
+    return t.item().to_int();
+  });
+  cls.def("__index__", [](const Tensor& t) {
+    STRATA_CHECK(is_integral(t.dtype()) && t.numel() == 1, DTypeError,
+                 "only one-element integer tensors can be used as an index, not {} of {} values", t.dtype(), t.numel());
+    return t.item().to_int();
+  });
+
+  cls.def("__getitem__", [](const Tensor& t, py::handle index) { return apply_index(t, index, false); });
+  cls.def("__setitem__", [](const Tensor& t, py::handle index, py::handle value) {
+    Tensor target = apply_index(t, index, true);
+    if (py::isinstance<Tensor>(value)) {
+      const Tensor& v = value.cast<const Tensor&>();
+      without_gil([&] { target.copy_(v); });
+    } else if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr())) {
+      target.fill_(value.cast<Scalar>());
+    } else {
+      // Lists, arrays, NumPy scalars: through strata.tensor, on the target's device.
+      Tensor v =
+          py::module_::import("strata").attr("tensor")(value, py::arg("device") = target.device()).cast<Tensor>();
+      without_gil([&] { target.copy_(v); });
+    }
+  });
+
+  // --- devices and dtypes ---
+  cls.def("to", &to, py::arg("device") = py::none(), py::arg("dtype") = py::none(), py::arg("non_blocking") = false,
+          py::arg("copy") = false,
+          "The tensor on another device and/or dtype: this very tensor when nothing changes, else a copy.");
+  cls.def(
+      "copy_to", [](const Tensor& t, Device d, bool nb) { return without_gil([&] { return t.copy_to(d, nb); }); },
+      py::arg("device"), py::arg("non_blocking") = false, "Always a new copy on `device`; differentiable.");
+  cls.def("cpu", [](const Tensor& t) { return without_gil([&] { return t.cpu(); }); });
+  cls.def(
+      "cuda",
+      [](const Tensor& t, py::object device, bool nb) {
+        Device d = device.is_none()                   ? Device(DeviceType::CUDA)
+                   : py::isinstance<py::int_>(device) ? Device(DeviceType::CUDA, device.cast<int>())
+                                                      : to_device(device);
+        return without_gil([&] { return t.to(d, nb); });
+      },
+      py::arg("device") = py::none(), py::arg("non_blocking") = false);
+  cls.def("pin_memory", [](const Tensor& t) { return without_gil([&] { return t.pin_memory(); }); });
+  struct Cast {
+    const char* name;
+    DType dtype;
+  };
+  for (Cast c :
+       {Cast{"float", DType::F32}, Cast{"double", DType::F64}, Cast{"half", DType::F16}, Cast{"bfloat16", DType::BF16},
+        Cast{"long", DType::I64}, Cast{"int", DType::I32}, Cast{"bool", DType::Bool}, Cast{"byte", DType::U8}}) {
+    const DType dtype = c.dtype;
+    cls.def(c.name, [dtype](const Tensor& t) { return t.to(dtype); });
+  }
+  cls.def(
+      "type_as", [](const Tensor& t, const Tensor& other) { return t.to(other.dtype()); }, py::arg("other"));
+  cls.def("clone", [](const Tensor& t) { return without_gil([&] { return t.clone(); }); });
+  cls.def("contiguous", [](const Tensor& t) { return without_gil([&] { return t.contiguous(); }); });
+  cls.def(
+      "copy_",
+      [](py::object self, const Tensor& src) {
+        Tensor& t = self.cast<Tensor&>();
+        without_gil([&] { t.copy_(src); });
+        return self;
+      },
+      py::arg("src"));
+  cls.def(
+      "fill_",
+      [](py::object self, const Scalar& value) {
+        self.cast<Tensor&>().fill_(value);
+        return self;
+      },
+      py::arg("value"));
+  cls.def("zero_", [](py::object self) {
+    self.cast<Tensor&>().fill_(0);
+    return self;
+  });
+
+  // --- autograd ---
+  cls.def_property("requires_grad", &Tensor::requires_grad, [](Tensor& t, bool on) { t.requires_grad_(on); });
+  cls.def(
+      "requires_grad_",
+      [](py::object self, bool on) {
+        self.cast<Tensor&>().requires_grad_(on);
+        return self;
+      },
+      py::arg("requires_grad") = true);
+  cls.def_property(
+      "grad",
+      [](const Tensor& t) -> py::object {
+        Tensor g = t.grad();
+        return g.defined() ? py::cast(g) : py::none();
+      },
+      [](Tensor& t, py::object g) { t.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); });
+  cls.def_property_readonly("is_leaf", &Tensor::is_leaf);
+  cls.def_property_readonly(
+      "grad_fn",
+      [](const Tensor& t) -> py::object {
+        std::string name = t.grad_fn_name();
+        return name.empty() ? py::object(py::none()) : py::object(py::str(name));
+      },
+      "The name of the op that made this tensor, or None for a leaf.");
+  cls.def_property(
+      "data", &Tensor::detach, [](Tensor& t, const Tensor& other) { t.set_data(other); },
+      "The same memory cut from the graph; assigning replaces the data keeping the tensor's identity.");
+  cls.def("detach", &Tensor::detach);
+  cls.def(
+      "backward",
+      [](const Tensor& t, py::object gradient, bool retain_graph) {
+        Tensor g = gradient.is_none() ? Tensor() : gradient.cast<Tensor>();
+        without_gil([&] { t.backward(g, retain_graph); });
+      },
+      py::arg("gradient") = py::none(), py::arg("retain_graph") = false,
+      "Computes the gradients of this tensor with respect to the leaves that require grad.");
+
+  register_ops(m, cls);
+  register_creation(m);
+}
+
+}  // namespace strata::python

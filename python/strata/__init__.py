@@ -1,0 +1,47 @@
+"""Strata from Python: tensors on devices, autograd, layers and optimizers, under PyTorch's names.
+
+    import strata
+    x = strata.ones(2, 3, device="cuda")     # lives on the GPU when there is one
+    y = (x + 1).cpu().numpy()                # an explicit, counted copy; numpy() shares the CPU tensor's memory
+"""
+import builtins as _builtins
+
+import numpy as _np
+
+from strata import _C
+
+# Everything the compiled module defines at its top level: Tensor, dtype, device, the dtypes (strata.float32, ...),
+# the error classes, the creation and math functions. Its C++ submodules and CUDA queries have Python homes below.
+for _name in dir(_C):
+    if not _name.startswith("_") and _name not in ("nn", "optim", "data") and not _name.startswith("cuda_"):
+        globals()[_name] = getattr(_C, _name)
+del _name
+
+from strata._tensor import as_tensor, enable_grad, no_grad, set_grad_enabled, tensor  # noqa: E402
+from strata import cuda, data, nn, optim  # noqa: E402
+
+
+def save(tensors, filename, metadata=None):
+    """Writes a dict of tensors to a safetensors file, atomically (safetensors' save_file)."""
+    _C.save_file(tensors, _builtins.str(filename), metadata)
+
+
+def load(filename, device="cpu"):
+    """Reads a safetensors file into a dict of tensors on `device` (safetensors' load_file)."""
+    return _C.load_file_with_metadata(_builtins.str(filename), device)[0]
+
+
+save_file = save
+load_file = load
+
+
+def load_metadata(filename):
+    """The free-form string metadata of a safetensors file."""
+    return _C.load_file_with_metadata(_builtins.str(filename), "cpu")[1]
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)  # noqa: F821 (defined by the loop above)
+
+
+__version__ = "0.1.0"
