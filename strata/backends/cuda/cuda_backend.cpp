@@ -8,6 +8,9 @@
 #include <string>
 
 #include "strata/backends/cuda/cuda_check.h"
+#if STRATA_HAVE_NCCL
+#include "strata/backends/cuda/nccl_library.h"
+#endif
 #include "strata/core/error.h"
 #include "strata/core/macros.h"
 #include "strata/runtime/backend.h"
@@ -303,7 +306,11 @@ extern "C" STRATA_EXPORT strata::Backend* strata_create_backend(std::string* why
       reason = visible == nullptr ? std::string("the CUDA driver reports no GPU")
                                   : fmt::format("the CUDA driver reports no GPU (CUDA_VISIBLE_DEVICES='{}')", visible);
     } else {
-      return std::make_unique<strata::cuda::CudaBackend>(count).release();
+      auto backend = std::make_unique<strata::cuda::CudaBackend>(count);
+#if STRATA_HAVE_NCCL
+      strata::cuda::register_nccl();
+#endif
+      return backend.release();
     }
   } catch (const std::exception& e) {
     reason = e.what();
