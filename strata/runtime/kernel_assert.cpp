@@ -172,7 +172,8 @@ std::optional<DeviceAssertSlot> take_failure(DeviceAssertSlot* slot) {
       "device-side assert in kernel '{}' of op '{}' on {}: {} (element {}, value {}, valid range [0, {})); "
       "launched from {}:{}{}",
       site.kernel, site.op, device, site.message, seen.index, seen.value, seen.bound, site.file, site.line,
-      launch_blocking() ? "" : "; set STRATA_LAUNCH_BLOCKING=1 to report it at the launch itself");
+      // On the CPU the failure is reported by the op that launched the kernel already: nothing to suggest.
+      launch_blocking() || device.is_cpu() ? "" : "; set STRATA_LAUNCH_BLOCKING=1 to report it at the launch itself");
   lock.unlock();
   throw DeviceAssertError(message);
 }
