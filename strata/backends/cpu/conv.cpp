@@ -266,14 +266,12 @@ void check_blas_sizes(const char* op, const ConvShape& s) {
 
 // Note [oneDNN convolution primitives]
 // f32 convolutions run on oneDNN. Our tensors are nchw / oihw; with those layouts forced, oneDNN picks its
-// im2col + GEMM implementation. Letting it choose (format `any`) gives its direct AVX-512 kernels on blocked
-// layouts (nChw16c, OIhw16i16o), and reordering in and out each call is still faster: forward of input
-// [64, 32, 14, 14] x weight [64, 32, 3, 3], padding 1, on one core of the build machine: 112 GFLOP/s nchw, 190 with
-// format any and the reorders included. Two-thread timings on the shared, loaded build machine varied up to 5x
-// between runs and settled nothing; re-measure on an idle machine before trusting either way there. So
-// each pass takes the layouts oneDNN prefers, reorders the arguments whose layout differs from ours, and writes the
-// results back in ours. Creating primitives costs far more than running a small one, so a pass's primitive and its
-// reorders are cached by everything that defines them (a model has few distinct convolution shapes).
+// im2col + GEMM implementation, whereas letting it choose (format `any`) gives its direct kernels on blocked layouts
+// (nChw16c, OIhw16i16o), which are faster even with a reorder in and out each call (docs/benchmarks.md,
+// "Measurements behind the CPU decisions"). So each pass takes the layouts oneDNN prefers, reorders the arguments
+// whose layout differs from ours, and writes the results back in ours. Creating primitives costs far more than
+// running a small one, so a pass's primitive and its reorders are cached by everything that defines them (a model has
+// few distinct convolution shapes).
 constexpr std::size_t kPrimitiveCacheSize = 256;
 
 enum class Pass : int64_t { Forward, BackwardData, BackwardWeight };
@@ -290,17 +288,14 @@ constexpr int64_t kSmallPatch = 27;
 // Note [Winograd convolutions]
 // 3x3 convolutions with stride 1 run on oneDNN's Winograd kernels (F(4x4, 3x3): each 6x6 input tile gives a 4x4
 // output tile with 36 instead of 144 multiplications per channel pair) where oneDNN 2.6 has them (AVX-512, channel
-// counts it can block) and there are enough tiles to go round the threads. Forward, backward-data and
-// backward-weights of input [64, 32, 14, 14] x weight [64, 32, 3, 3], pad 1, 2 threads of the 2-core Zen 4 build
-// machine (primitives alone, ms): direct 1.90 + 1.92 + 2.30, Winograd 1.23 + 1.23 + 1.24; [16, 64, 56, 56] x
-// [64, 64, 3, 3] 50.2 against 20.4 in all; [64, 256, 7, 7] x [256, 256, 3, 3] 42.5 against 23.4. The tile
-// transforms are a fixed cost per 4x4 output tile that only pays with enough of them: 14x14 images (16 tiles each)
-// at batch 2 took 0.19 ms direct and 0.39 Winograd, at batch 4 0.37 against 0.45, at batch 8 0.71 against 0.54;
-// 28x28 images (49 tiles) at batch 2 1.49 against 0.95. Hence kWinogradTilesPerThread. oneDNN pads channels to
-// blocks of 16 and would take a network's 1-channel first layer too, 16 times over: [64, 1, 28, 28] x
-// [32, 1, 3, 3] forward took 1.6 ms Winograd, 0.2 direct. Hence kWinogradChannelBlock. The results differ from
-// direct convolution's by rounding only, but that rounding is at the scale of the operands rather than of each
-// output (a 16-channel test case: 1.4e-5 at most for outputs up to 20; tests/nn/conv_test.cpp, WinogradSized...).
+// counts it can block) and there are enough tiles to go round the threads: about twice as fast as direct convolution
+// on the reference network's layers and larger ones. The tile transforms are a fixed cost per 4x4 output tile that
+// pays only with enough tiles: kWinogradTilesPerThread is where Winograd overtook direct convolution on small
+// images. oneDNN pads channels to blocks of 16 and would take a network's 1-channel first layer too, 16 times over,
+// about eight times slower than direct: hence kWinogradChannelBlock. The figures are in docs/benchmarks.md,
+// "Measurements behind the CPU decisions". The results differ from direct convolution's by rounding only, but that
+// rounding is at the scale of the operands rather than of each output (a 16-channel test case: 1.4e-5 at most for
+// outputs up to 20; tests/nn/conv_test.cpp, WinogradSized...).
 constexpr int64_t kWinogradTilesPerThread = 48;
 constexpr int64_t kWinogradChannelBlock = 16;
 
