@@ -16,10 +16,12 @@
 #include <vector>
 
 #include "strata/backends/cuda/cuda_check.h"
+#include "strata/backends/cuda/library_handles.h"
 #include "strata/backends/cuda/library_memory.h"
 #include "strata/core/error.h"
 #include "strata/ops/dnn_kernels.h"
 #include "strata/runtime/allocator.h"
+#include "strata/runtime/plugin.h"
 
 namespace strata::cuda {
 
@@ -80,21 +82,14 @@ cudnnStatus_t run_cudnn(int device, Call&& call) {
 // handles] in matmul.cpp explains for cuBLAS).
 class Handles {
  public:
-  ~Handles() {
-    // At thread exit; the runtime may already be going away, and a destructor must not throw.
-    for (cudnnHandle_t h : handles_) {
-      if (h != nullptr && cudnnDestroy(h) != CUDNN_STATUS_SUCCESS) (void)cudaGetLastError();
-    }
-  }
   cudnnHandle_t get(int device, const char* op) {
-    if (static_cast<std::size_t>(device) >= handles_.size()) handles_.resize(static_cast<std::size_t>(device) + 1);
-    cudnnHandle_t& h = handles_[static_cast<std::size_t>(device)];
+    cudnnHandle_t& h = handles_.at(device).handle;
     if (h == nullptr) STRATA_CUDNN_RUN(cudnnCreate(&h), op, device);
     return h;
   }
 
  private:
-  std::vector<cudnnHandle_t> handles_;
+  ThreadHandles<cudnnHandle_t, cudnnStatus_t, cudnnDestroy> handles_;
 };
 
 // Descriptors own their cuDNN object; created per call (cheap host-side structs).
@@ -116,10 +111,6 @@ using ConvDesc =
     Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
 using ActivationDesc =
     Descriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor, cudnnDestroyActivationDescriptor>;
-
-cudaStream_t to_cuda_stream(NativeStream stream) {
-  return stream == nullptr ? cudaStreamLegacy : static_cast<cudaStream_t>(stream);
-}
 
 int as_int(int64_t value, const char* op) {
   STRATA_CHECK(value <= std::numeric_limits<int>::max(), NotImplementedError,
@@ -163,7 +154,7 @@ struct Conv {
   Conv(const ops::OpCall& call, const TensorView& input, const TensorView& weight, const TensorView& out,
        const ops::Conv2dParams& p)
       : op(call.op),
-        device(call.device.index() < 0 ? 0 : call.device.index()),
+        device(backend_index(call.device)),
         handle(nullptr),
         x(call.op),
         y(call.op),
@@ -334,7 +325,7 @@ void* at(const TensorView& v) {
 
 void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& input, const TensorView& weight,
                    const TensorView& bias, const ops::Conv2dParams& p) {
-  const int device = call.device.index() < 0 ? 0 : call.device.index();
+  const int device = backend_index(call.device);
   RuntimeDeviceGuard guard(device);
   Conv c(call, input, weight, out, p);
   const cudnnDataType_t type = data_type(input.dtype, call.op);
@@ -394,7 +385,7 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
 
 void backward_data(const ops::OpCall& call, const TensorView& grad_input, const TensorView& grad_output,
                    const TensorView& weight, const ops::Conv2dParams& p) {
-  const int device = call.device.index() < 0 ? 0 : call.device.index();
+  const int device = backend_index(call.device);
   RuntimeDeviceGuard guard(device);
   Conv c(call, grad_input, weight, grad_output, p);
   const cudnnDataType_t type = data_type(grad_input.dtype, call.op);
@@ -414,7 +405,7 @@ void backward_data(const ops::OpCall& call, const TensorView& grad_input, const 
 
 void backward_weight(const ops::OpCall& call, const TensorView& grad_weight, const TensorView& grad_bias,
                      const TensorView& input, const TensorView& grad_output, const ops::Conv2dParams& p) {
-  const int device = call.device.index() < 0 ? 0 : call.device.index();
+  const int device = backend_index(call.device);
   RuntimeDeviceGuard guard(device);
   Conv c(call, input, grad_weight, grad_output, p);
   const cudnnDataType_t type = data_type(input.dtype, call.op);

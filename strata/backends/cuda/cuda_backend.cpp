@@ -8,6 +8,7 @@
 #include <string>
 
 #include "strata/backends/cuda/cuda_check.h"
+#include "strata/backends/cuda/library_handles.h"
 #if STRATA_HAVE_NCCL
 #include "strata/backends/cuda/nccl_library.h"
 #endif
@@ -28,10 +29,7 @@ namespace {
 // from create_stream are cudaStreamNonBlocking: they neither wait for nor hold up the legacy stream, so the only
 // ordering between streams is the one the user asks for with events (Stream::wait), as docs/architecture.md's
 // "Streams and ordering" says. A per-thread default would give each thread its own implicit queue, which hides
-// ordering bugs between threads; we prefer the explicit model.
-cudaStream_t to_cuda_stream(NativeStream stream) {
-  return stream == nullptr ? cudaStreamLegacy : static_cast<cudaStream_t>(stream);
-}
+// ordering bugs between threads; we prefer the explicit model. to_cuda_stream (library_handles.h) applies it.
 
 cudaEvent_t to_cuda_event(NativeEvent event) { return static_cast<cudaEvent_t>(event); }
 

@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "strata/backends/cuda/cuda_check.h"
+#include "strata/backends/cuda/library_handles.h"
 #include "strata/backends/cuda/library_memory.h"
 #include "strata/core/error.h"
 #include "strata/ops/matmul_kernels.h"
 #include "strata/runtime/allocator.h"
+#include "strata/runtime/plugin.h"
 
 namespace strata::cuda {
 
@@ -46,11 +48,6 @@ bool cublas_failed_to_allocate(cublasStatus_t status) {
     }                                                                                                         \
   } while (false)
 
-// See Note [The CUDA default stream is the legacy stream] in cuda_backend.cpp.
-cudaStream_t to_cuda_stream(NativeStream stream) {
-  return stream == nullptr ? cudaStreamLegacy : static_cast<cudaStream_t>(stream);
-}
-
 // PyTorch's default workspace size: 32 MiB from Hopper (sm_90) on, as cuBLAS recommends there, else 8 MiB + 128 KiB.
 std::size_t workspace_bytes(int device) {
   int major = 0;
@@ -74,39 +71,31 @@ std::size_t workspace_bytes(int device) {
 // stream. At thread exit the handles go first, then their workspaces, the same way.
 class Handles {
  public:
-  ~Handles() {
-    // The runtime may already be going away, and a destructor must not throw.
-    for (Entry& e : entries_) {
-      if (e.handle != nullptr && cublasDestroy(e.handle) != CUBLAS_STATUS_SUCCESS) (void)cudaGetLastError();
-    }
-  }
-
   /// This thread's handle of `device`, pointed at `stream`, with a workspace from the caching allocator.
   cublasHandle_t get(int device, NativeStream stream, const char* op) {
-    if (static_cast<std::size_t>(device) >= entries_.size()) entries_.resize(static_cast<std::size_t>(device) + 1);
-    Entry& e = entries_[static_cast<std::size_t>(device)];
+    auto& e = handles_.at(device);
+    Workspace& w = e.extra;
     if (e.handle == nullptr) {
-      e.workspace_bytes = workspace_bytes(device);
+      w.bytes = workspace_bytes(device);
       STRATA_CUBLAS_CHECK(cublasCreate(&e.handle), op, device);
     }
-    if (!e.workspace || e.stream != stream) {
-      e.workspace.reset();
-      e.workspace = allocator(Device(DeviceType::CUDA, device)).allocate(e.workspace_bytes, stream, op);
-      e.stream = stream;
+    if (!w.memory || w.stream != stream) {
+      w.memory.reset();
+      w.memory = allocator(Device(DeviceType::CUDA, device)).allocate(w.bytes, stream, op);
+      w.stream = stream;
     }
     STRATA_CUBLAS_CHECK(cublasSetStream(e.handle, to_cuda_stream(stream)), op, device);
-    STRATA_CUBLAS_CHECK(cublasSetWorkspace(e.handle, e.workspace.get(), e.workspace_bytes), op, device);
+    STRATA_CUBLAS_CHECK(cublasSetWorkspace(e.handle, w.memory.get(), w.bytes), op, device);
     return e.handle;
   }
 
  private:
-  struct Entry {
-    cublasHandle_t handle = nullptr;
-    DataPtr workspace;
-    NativeStream stream = nullptr;  // the stream `workspace` was allocated for
-    std::size_t workspace_bytes = 0;
+  struct Workspace {
+    DataPtr memory;
+    NativeStream stream = nullptr;  // the stream `memory` was allocated for
+    std::size_t bytes = 0;
   };
-  std::vector<Entry> entries_;
+  ThreadHandles<cublasHandle_t, cublasStatus_t, cublasDestroy, Workspace> handles_;
 };
 
 struct GemmTypes {
@@ -134,7 +123,7 @@ void gemm_kernel(const ops::OpCall& call, const TensorView& out, const TensorVie
                  double beta, bool allow_tf32) {
   const char* op = call.op;
   const int64_t batch = out.shape[0], m = out.shape[1], n = out.shape[2], k = a.shape[2];
-  const int device = call.device.index() < 0 ? 0 : call.device.index();
+  const int device = backend_index(call.device);
   RuntimeDeviceGuard guard(device);
   const auto element = static_cast<int64_t>(dtype_size(out.dtype));
   const auto* a_ptr = static_cast<const char*>(a.data) + a.offset * element;

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "strata/backends/cuda/cuda_check.h"
+#include "strata/backends/cuda/library_handles.h"
 #include "strata/core/error.h"
 
 namespace strata::cuda {
@@ -125,21 +126,21 @@ class NcclCommunicator final : public dist::DeviceCommunicator {
                   NativeStream stream) override {
     const RuntimeDeviceGuard device(index_);
     check(api_.all_reduce(send, recv, static_cast<size_t>(count), nccl_type(dtype), nccl_op(op), comm_,
-                          static_cast<cudaStream_t>(stream)),
+                          to_cuda_stream(stream)),
           "ncclAllReduce");
   }
 
   void broadcast(void* data, int64_t count, DType dtype, int root, NativeStream stream) override {
     const RuntimeDeviceGuard device(index_);
     check(api_.broadcast(data, data, static_cast<size_t>(count), nccl_type(dtype), root, comm_,
-                         static_cast<cudaStream_t>(stream)),
+                         to_cuda_stream(stream)),
           "ncclBroadcast");
   }
 
   void all_gather(const void* send, void* recv, int64_t count, DType dtype, NativeStream stream) override {
     const RuntimeDeviceGuard device(index_);
     check(api_.all_gather(send, recv, static_cast<size_t>(count), nccl_type(dtype), comm_,
-                          static_cast<cudaStream_t>(stream)),
+                          to_cuda_stream(stream)),
           "ncclAllGather");
   }
 
@@ -147,7 +148,7 @@ class NcclCommunicator final : public dist::DeviceCommunicator {
                       NativeStream stream) override {
     const RuntimeDeviceGuard device(index_);
     check(api_.reduce_scatter(send, recv, static_cast<size_t>(count), nccl_type(dtype), nccl_op(op), comm_,
-                              static_cast<cudaStream_t>(stream)),
+                              to_cuda_stream(stream)),
           "ncclReduceScatter");
   }
 
