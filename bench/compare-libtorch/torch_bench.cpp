@@ -21,6 +21,7 @@
 
 extern char** environ;
 
+#include "../../tools/bench/busy_cores.h"
 #include "common.h"
 
 namespace {
@@ -58,34 +59,36 @@ Metrics matmul(const Options& o) {
   return m;
 }
 
+// The D2L exercise once after a warm-up: 1000 products of 100x100, each norm read at once or logged and read at
+// the end.
+double d2l_seconds(const torch::Tensor& a, const torch::Tensor& b, bool each) {
+  std::string printed;
+  return median_seconds(
+      [&] {
+        printed.clear();
+        std::vector<torch::Tensor> log;
+        for (int i = 0; i < 1000; ++i) {
+          const auto c = torch::matmul(a, b);
+          if (each) {
+            printed += std::to_string(c.norm().item<float>()) + "\n";
+          } else {
+            log.push_back(c.norm());
+          }
+        }
+        if (!each) {
+          const auto norms = torch::stack(log).to(torch::kCPU);
+          for (int64_t i = 0; i < norms.size(0); ++i) printed += std::to_string(norms.data_ptr<float>()[i]) + "\n";
+        }
+      },
+      1, 1);
+}
+
 Metrics d2l(const Options& o) {
   Metrics m;
   const auto a = torch::randn({100, 100}) * 0.1, b = torch::randn({100, 100}) * 0.1;
   for (bool each : {true, false}) {
-    std::string printed;
     double best = 1e30;
-    for (int r = 0; r < (o.quick ? 1 : 3); ++r) {
-      best = std::min(best, median_seconds(
-                                [&] {
-                                  printed.clear();
-                                  std::vector<torch::Tensor> log;
-                                  for (int i = 0; i < 1000; ++i) {
-                                    const auto c = torch::matmul(a, b);
-                                    if (each) {
-                                      printed += std::to_string(c.norm().item<float>()) + "\n";
-                                    } else {
-                                      log.push_back(c.norm());
-                                    }
-                                  }
-                                  if (!each) {
-                                    const auto norms = torch::stack(log).to(torch::kCPU);
-                                    for (int64_t i = 0; i < norms.size(0); ++i) {
-                                      printed += std::to_string(norms.data_ptr<float>()[i]) + "\n";
-                                    }
-                                  }
-                                },
-                                1, 1));
-    }
+    for (int r = 0; r < (o.quick ? 1 : 3); ++r) best = std::min(best, d2l_seconds(a, b, each));
     put(m, each ? "d2l_cpu_read_each_ms" : "d2l_cpu_log_on_device_ms", best * 1e3, "ms", "lower");
   }
   return m;
@@ -208,6 +211,35 @@ Metrics epoch(const Options& o) {
   return m;
 }
 
+// As strata-bench's contention workload: the D2L exercise (norm read after each) and an epoch, idle and then with
+// one busy process per core (tools/bench/busy_cores.h, shared with it).
+Metrics contention(const Options& o) {
+  Metrics m;
+  const int64_t steps = o.quick ? 25 : 100;  // 1600 or 6400 images, as strata-bench
+  const auto a = torch::randn({100, 100}) * 0.1, b = torch::randn({100, 100}) * 0.1;
+  const auto epoch_seconds = [&] {
+    torch::manual_seed(0);
+    Net net;
+    torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+    train_steps(net, sgd, o.data_dir, 10);  // warm-up, as strata-bench's (10 steps)
+    return train_steps(net, sgd, o.data_dir, steps).first;
+  };
+  const double d2l_idle = d2l_seconds(a, b, true), epoch_idle = epoch_seconds();
+  double d2l_busy = 0, epoch_busy = 0;
+  {
+    const busy_cores::BusyProcesses load(busy_cores::cores());
+    d2l_busy = d2l_seconds(a, b, true);
+    epoch_busy = epoch_seconds();
+  }
+  put(m, "contention_d2l_idle_ms", d2l_idle * 1e3, "ms", "lower");
+  put(m, "contention_d2l_busy_ms", d2l_busy * 1e3, "ms", "lower");
+  put(m, "contention_d2l_slowdown", d2l_busy / d2l_idle, "x", "lower");
+  put(m, "contention_epoch_idle_s", epoch_idle, "s", "lower");
+  put(m, "contention_epoch_busy_s", epoch_busy, "s", "lower");
+  put(m, "contention_epoch_slowdown", epoch_busy / epoch_idle, "x", "lower");
+  return m;
+}
+
 Metrics overhead(const Options& o) {
   Metrics m;
   const int calls = o.quick ? 20000 : 200000, repeats = o.quick ? 5 : 11;
@@ -270,7 +302,7 @@ int main(int argc, char** argv) {
   }
   const std::vector<std::pair<std::string, std::function<Metrics(const Options&)>>> all = {
       {"matmul", matmul}, {"d2l", d2l},         {"vector_add", vector_add}, {"conv", conv},
-      {"epoch", epoch},   {"overhead", overhead}, {"startup", startup}};
+      {"epoch", epoch},   {"overhead", overhead}, {"startup", startup},       {"contention", contention}};
   nlohmann::json out{{"tool", "libtorch"},
                      {"version", TORCH_VERSION},
                      {"threads", at::get_num_threads()},

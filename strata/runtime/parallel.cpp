@@ -1,13 +1,21 @@
 #include "strata/runtime/parallel.h"
 
 #include <omp.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "strata/core/error.h"
 
@@ -29,12 +37,40 @@ int default_threads() {
   return std::max(1, omp_get_num_procs());
 }
 
+// Note [OpenMP threads that sleep]
+// After every OpenMP region, and at every barrier, libgomp's threads spin for ~300,000 iterations (milliseconds)
+// before they sleep, unless OMP_WAIT_POLICY or GOMP_SPINCOUNT say otherwise; both are read once, when libgomp
+// loads, before any code of ours runs. oneDNN's GEMMs and primitives are OpenMP
+// regions. On a machine whose cores other processes keep busy, the spinning thread is the one the scheduler takes
+// off its core, and the next oneDNN call waits in its barrier for that thread's next time slice; on an idle
+// machine, the spinning thread takes the core from one of our helpers. libgomp spins only ~100 iterations while it
+// manages more threads than there are CPUs (the GOMP_SPINCOUNT entry of its manual). So, unless the user set
+// either variable, libstrata opens one OpenMP region of CPUs + 1 threads on a thread of its own and never ends it:
+// those threads sleep in the region for the life of the process, never take a core or a signal, and every other
+// OpenMP wait stays short.
+void keep_openmp_waits_short() {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  const int team = omp_get_num_procs() + 1;
+  std::thread([team] {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);  // its OpenMP threads inherit the mask
+#pragma omp parallel num_threads(team)
+    {
+      if (omp_get_thread_num() == 0) {
+        for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
+      }
+    }
+  }).detach();
+}
+
 int& thread_count() {
   static int n = [] {
     const int d = default_threads();
     // Note [One CPU thread pool]. First: OpenBLAS's OpenMP build passes its count on to omp_set_num_threads.
     if (openblas_set_num_threads != nullptr) openblas_set_num_threads(1);
     omp_set_num_threads(d);
+    keep_openmp_waits_short();
     return d;
   }();
   return n;
@@ -50,18 +86,24 @@ void set_num_threads(int n) {
   omp_set_num_threads(n);
 }
 
-bool in_parallel_region() { return omp_in_parallel() != 0; }
+namespace {
+
+// Settled when libstrata loads, not at the first call of ours: oneDNN's first GEMM may come before any of them,
+// and would meet libgomp's long spins (Note [OpenMP threads that sleep]).
+[[maybe_unused]] const int kThreadsAtLoad = num_threads();
+
+}  // namespace
 
 // Note [Sharing the cores between devices]
 // Several host threads may run CPU work at once: one per virtual CPU device (Note [Virtual CPU devices]), a data
-// loader beside the training loop, a program's own threads. Each top-level region would start a team of
-// num_threads() threads, so two threads would run twice as many threads as there are cores, and every region
-// would wait for whichever of its threads was descheduled. So the cores are shared fairly rather than split by
-// device: a region takes num_threads() divided by the number of host threads in a region at that moment (itself
-// included), at least one. A thread alone gets every core, as before; two get half each. Splitting the cores by
-// device instead would leave half of them idle whenever one thread drives one of two devices. The count is taken
-// when a region starts, so a region begun alone keeps its whole team if a second one starts meanwhile; ops are
-// short, and the next region of each thread takes its share.
+// loader beside the training loop, a program's own threads. Each top-level region would take num_threads()
+// threads, so two host threads would run twice as many threads as there are cores, each of them descheduled
+// half of the time. So the cores are shared fairly rather than split by device: a region takes num_threads()
+// divided by the number of host threads in a region at that moment (itself included), at least one. A thread alone
+// gets every core, as before; two get half each. Splitting the cores by device instead would leave half of them
+// idle whenever one thread drives one of two devices. The count is taken when a region starts, so a region begun
+// alone keeps its whole team if a second one starts meanwhile; ops are short, and the next region of each thread
+// takes its share.
 namespace {
 
 std::atomic<int>& threads_in_regions() {
@@ -89,39 +131,170 @@ class RegionShare {
 
 int fair_share_of_threads() { return share_with(threads_in_regions().load()); }
 
+// Note [Chunks that the caller claims too]
+// parallel_for runs on a pool of our own, not in an OpenMP region. When the process does not get every core (other
+// busy processes, more host threads than cores), any thread of a region may be descheduled for a whole time slice
+// of a few milliseconds, and an OpenMP region's closing barrier waits for every team member, even one that never
+// ran a line of the region (and, by default, one that spun through its slice: Note [OpenMP threads that sleep]).
+// Hence:
+// - [0, n) is cut into a few chunks per thread (each at least `grain` elements), and the caller and the helpers
+//   claim them one at a time from an atomic counter. A helper that is late claims nothing, and its share is done
+//   by whoever is running.
+// - The caller returns as soon as every chunk is finished. It waits only for chunks that another thread claimed
+//   and is running, never for a helper that has not woken yet; a helper that wakes after the region ended finds no
+//   chunk and sleeps again. So a region completes even when no helper ever runs.
+// - Helpers sleep on a condition variable between regions, without spinning: a sleeping thread costs nothing, the
+//   scheduler runs a thread that wakes sooner than one that has spun through its slice, and a sleeping helper
+//   never holds a core that oneDNN's OpenMP team, spinning between its own calls, is waiting for.
+// - Work of a single chunk (n <= grain) stays on the calling thread, as does a nested call.
+// The cost is one wake-up per helper and region, which ops below kCpuGrain never pay.
+// oneDNN and OpenBLAS still run on OpenMP's threads (Note [One CPU thread pool]); inside a chunk they are told to
+// use one thread, as they were inside an OpenMP region, so that a chunk never starts a team of its own.
+namespace {
+
+// How many chunks per thread of a region: enough that a late or descheduled helper leaves little behind for the
+// others, few enough that claiming one (an atomic add) is nothing beside the work in it.
+constexpr int64_t kChunksPerThread = 4;
+
+thread_local bool t_in_region = false;
+thread_local int t_region_threads = 1;
+
+// One region of parallel_for. Helpers hold it by shared_ptr, so that one that wakes after the caller returned
+// still reads live counters (and then claims nothing: `fn` is only called for a chunk below `chunks`).
+struct Region {
+  const std::function<void(int64_t, int64_t)>* fn = nullptr;
+  int64_t n = 0, chunk = 0;
+  int chunks = 0, threads = 0;
+  int helpers_wanted = 0;  // guarded by the pool's mutex
+  std::atomic<int> next{0}, done{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+};
+
+// Runs chunks of `r` until none is left, on this thread. After a failure the remaining chunks are skipped (but
+// counted as done), and the first exception is kept for the caller.
+void run_chunks(Region& r) {
+  const bool was_in_region = t_in_region;
+  const int was_threads = t_region_threads;
+  t_in_region = true;
+  t_region_threads = r.threads;
+  int finished = 0;
+  for (int c = r.next.fetch_add(1, std::memory_order_relaxed); c < r.chunks;
+       c = r.next.fetch_add(1, std::memory_order_relaxed)) {
+    ++finished;
+    if (r.failed.load(std::memory_order_relaxed)) continue;
+    const int64_t begin = c * r.chunk, end = std::min(r.n, begin + r.chunk);
+    try {
+      (*r.fn)(begin, end);
+    } catch (...) {
+      std::lock_guard lock(r.error_mutex);
+      if (!r.error) r.error = std::current_exception();
+      r.failed.store(true, std::memory_order_relaxed);
+    }
+  }
+  t_in_region = was_in_region;
+  t_region_threads = was_threads;
+  if (finished > 0 && r.done.fetch_add(finished, std::memory_order_acq_rel) + finished == r.chunks) {
+    r.done.notify_all();
+  }
+}
+
+// The helpers: threads that sleep until a region wants them. They are created as regions first need them, and,
+// like the device allocators, live until the process ends (never joined: a static destructor would race the
+// other statics, and a forked child has no threads to join).
+class HelperPool {
+ public:
+  // Queues `r` for `helpers` helpers, runs its chunks on the calling thread and returns when all are finished.
+  void run(const std::shared_ptr<Region>& r, int helpers) {
+    {
+      std::lock_guard lock(mutex_);
+      while (static_cast<int>(threads_.size()) < helpers) threads_.emplace_back([this] { serve(); });
+      r->helpers_wanted = helpers;
+      queue_.push_back(r);
+    }
+    for (int i = 0; i < helpers; ++i) wake_.notify_one();
+    run_chunks(*r);
+    {
+      // Helpers that have not come by now are not waited for.
+      std::lock_guard lock(mutex_);
+      if (r->helpers_wanted > 0) std::erase(queue_, r);
+    }
+    for (int d = r->done.load(std::memory_order_acquire); d < r->chunks; d = r->done.load(std::memory_order_acquire)) {
+      r->done.wait(d, std::memory_order_acquire);
+    }
+  }
+
+ private:
+  void serve() {
+    // oneDNN and OpenBLAS called from a chunk run on this thread alone (Note [Chunks that the caller claims too]).
+    omp_set_num_threads(1);
+    for (;;) {
+      std::shared_ptr<Region> r;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [this] { return !queue_.empty(); });
+        r = queue_.front();
+        if (--r->helpers_wanted == 0) queue_.pop_front();
+      }
+      run_chunks(*r);
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Region>> queue_;
+  std::vector<std::thread> threads_;
+};
+
+// A library called from one of the caller's chunks runs on the caller alone, as on a helper.
+class OneOpenMpThread {
+ public:
+  OneOpenMpThread() : previous_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneOpenMpThread() { omp_set_num_threads(previous_); }
+  OneOpenMpThread(const OneOpenMpThread&) = delete;
+  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
+
+ private:
+  int previous_;
+};
+
+HelperPool& helper_pool() {
+  static HelperPool* const pool = std::make_unique<HelperPool>().release();
+  return *pool;
+}
+
+}  // namespace
+
+bool in_parallel_region() { return t_in_region || omp_in_parallel() != 0; }
+
+int threads_in_this_region() { return t_in_region ? t_region_threads : 1; }
+
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  const int64_t chunks = (n + grain - 1) / grain;
-  if (chunks <= 1 || num_threads() <= 1 || in_parallel_region()) {
+  if (n <= grain || num_threads() <= 1 || in_parallel_region()) {
     fn(0, n);
     return;
   }
   const RegionShare share;
-  const int threads = static_cast<int>(std::min<int64_t>(share.threads(), chunks));
+  const int64_t most_chunks = (n + grain - 1) / grain;
+  const int threads = static_cast<int>(std::min<int64_t>(share.threads(), most_chunks));
   if (threads <= 1) {
     fn(0, n);
     return;
   }
-  std::exception_ptr error;
-  std::mutex error_mutex;
-#pragma omp parallel num_threads(threads)
+  auto region = std::make_shared<Region>();
+  region->fn = &fn;
+  region->n = n;
+  region->threads = threads;
+  region->chunk = std::max(grain, (n + threads * kChunksPerThread - 1) / (threads * kChunksPerThread));
+  region->chunks = static_cast<int>((n + region->chunk - 1) / region->chunk);
   {
-    const int t = omp_get_thread_num();
-    const int count = omp_get_num_threads();
-    const int64_t chunk = (n + count - 1) / count;
-    const int64_t begin = std::min<int64_t>(n, t * chunk);
-    const int64_t end = std::min<int64_t>(n, begin + chunk);
-    if (begin < end) {
-      try {
-        fn(begin, end);
-      } catch (...) {
-        std::lock_guard lock(error_mutex);
-        if (!error) error = std::current_exception();
-      }
-    }
+    const OneOpenMpThread one;
+    helper_pool().run(region, threads - 1);
   }
-  if (error) std::rethrow_exception(error);
+  if (region->error) std::rethrow_exception(region->error);
 }
 
 }  // namespace strata

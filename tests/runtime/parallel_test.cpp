@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "strata/runtime/parallel.h"
 
@@ -38,7 +41,7 @@ class PoolSize {
 };
 
 // Note [Sharing the cores between devices]: a region started while another host thread is in one takes half the
-// pool; alone, a thread takes the whole of it. Team sizes are asked of OpenMP, not timed.
+// pool; alone, a thread takes the whole of it. Team sizes are asked of the region, not timed.
 TEST(SharingTheCores, TwoHostThreadsInRegionsTakeHalfThePoolEach) {
   const PoolSize pool(4);
   EXPECT_EQ(fair_share_of_threads(), 4);
@@ -47,7 +50,7 @@ TEST(SharingTheCores, TwoHostThreadsInRegionsTakeHalfThePoolEach) {
   std::thread first([&] {
     parallel_for(4, 1, [&](int64_t begin, int64_t) {
       if (begin == 0) {
-        first_team = omp_get_num_threads();
+        first_team = threads_in_this_region();
         inside = true;
         while (!observed) std::this_thread::yield();
       }
@@ -56,7 +59,7 @@ TEST(SharingTheCores, TwoHostThreadsInRegionsTakeHalfThePoolEach) {
   while (!inside) std::this_thread::yield();
   const int share = fair_share_of_threads();
   parallel_for(4, 1, [&](int64_t begin, int64_t) {
-    if (begin == 0) second_team = omp_get_num_threads();
+    if (begin == 0) second_team = threads_in_this_region();
   });
   observed = true;
   first.join();
@@ -70,12 +73,126 @@ TEST(SharingTheCores, ARegionAloneTakesThePoolAndSmallWorkRunsInline) {
   const PoolSize pool(3);
   int team = 0;
   parallel_for(3, 1, [&](int64_t begin, int64_t) {
-    if (begin == 0) team = omp_get_num_threads();
+    if (begin == 0) team = threads_in_this_region();
   });
   EXPECT_EQ(team, 3);
   bool inline_call = false;
-  parallel_for(10, 100, [&](int64_t begin, int64_t end) { inline_call = begin == 0 && end == 10 && !in_parallel_region(); });
+  parallel_for(10, 100, [&](int64_t begin, int64_t end) {
+    inline_call = begin == 0 && end == 10 && !in_parallel_region();
+  });
   EXPECT_TRUE(inline_call);
+}
+
+// Note [Chunks that the caller claims too]: what a region promises, whoever runs its chunks.
+TEST(ChunksThatTheCallerClaimsToo, EveryElementRunsExactlyOnceInChunksOfAtLeastTheGrain) {
+  const PoolSize pool(4);
+  for (const int64_t n : {2, 7, 100, 1001, 100000}) {
+    for (const int64_t grain : {1, 3, 64}) {
+      std::vector<std::atomic<int>> runs(static_cast<std::size_t>(n));
+      std::atomic<bool> short_chunk{false}, outside{false};
+      parallel_for(n, grain, [&](int64_t begin, int64_t end) {
+        if (begin < 0 || end > n || begin >= end) outside = true;
+        if (end - begin < grain && end != n) short_chunk = true;
+        for (int64_t i = std::max<int64_t>(begin, 0); i < std::min(end, n); ++i) ++runs[static_cast<std::size_t>(i)];
+      });
+      EXPECT_FALSE(outside) << "n " << n << ", grain " << grain;
+      EXPECT_FALSE(short_chunk) << "only the last chunk may be shorter than the grain; n " << n << ", grain " << grain;
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(runs[static_cast<std::size_t>(i)], 1) << "element " << i << " of n " << n << ", grain " << grain;
+      }
+    }
+  }
+}
+
+TEST(ChunksThatTheCallerClaimsToo, WorkOfOneGrainStaysOnTheCallingThread) {
+  const PoolSize pool(4);
+  const std::thread::id caller = std::this_thread::get_id();
+  int calls = 0;
+  bool on_caller = false, in_region = true;
+  parallel_for(4096, 4096, [&](int64_t begin, int64_t end) {
+    ++calls;
+    on_caller = begin == 0 && end == 4096 && std::this_thread::get_id() == caller;
+    in_region = in_parallel_region();
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(on_caller);
+  EXPECT_FALSE(in_region);
+}
+
+TEST(ChunksThatTheCallerClaimsToo, NestedCallsRunInlineOnTheChunksThread) {
+  const PoolSize pool(4);
+  std::atomic<int> nested_calls{0}, whole_and_inline{0};
+  parallel_for(8, 1, [&](int64_t, int64_t) {
+    const std::thread::id self = std::this_thread::get_id();
+    EXPECT_TRUE(in_parallel_region());
+    parallel_for(1000, 1, [&](int64_t begin, int64_t end) {
+      ++nested_calls;
+      if (begin == 0 && end == 1000 && std::this_thread::get_id() == self) ++whole_and_inline;
+    });
+  });
+  EXPECT_EQ(nested_calls, 8);
+  EXPECT_EQ(whole_and_inline, 8);
+  EXPECT_FALSE(in_parallel_region());
+  EXPECT_EQ(threads_in_this_region(), 1);
+}
+
+TEST(ChunksThatTheCallerClaimsToo, AnExceptionFromAnyChunkReachesTheCaller) {
+  const PoolSize pool(4);
+  for (const int64_t failing : {0, 5, 15}) {
+    std::atomic<int> failures{0};
+    try {
+      parallel_for(16, 1, [&](int64_t begin, int64_t end) {
+        if (begin <= failing && failing < end) {
+          ++failures;
+          throw std::runtime_error("chunk failed");
+        }
+      });
+      ADD_FAILURE() << "no exception from the chunk holding " << failing;
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "chunk failed");
+    }
+    EXPECT_EQ(failures, 1);
+  }
+  // The pool is whole afterwards.
+  std::atomic<int64_t> sum{0};
+  parallel_for(1000, 1, [&](int64_t begin, int64_t end) { sum += end - begin; });
+  EXPECT_EQ(sum, 1000);
+}
+
+// The point of the design: a region never waits for a helper that is not running. Here every helper is held in a
+// chunk of another host thread's region, and a second region still completes, on its caller alone.
+TEST(ChunksThatTheCallerClaimsToo, ARegionCompletesWhileEveryHelperIsBlocked) {
+  const PoolSize pool(4);
+  constexpr int kHelpers = 3;
+  std::atomic<int> blocked{0};
+  std::atomic<bool> release{false};
+  std::thread holder([&] {
+    const std::thread::id self = std::this_thread::get_id();
+    parallel_for(64, 1, [&](int64_t, int64_t) {
+      if (std::this_thread::get_id() == self) {
+        // The holder's chunk waits until every helper has claimed a chunk of this region and is held in it.
+        while (blocked < kHelpers && !release) std::this_thread::yield();
+        return;
+      }
+      ++blocked;
+      while (!release) std::this_thread::yield();
+    });
+  });
+  while (blocked < kHelpers) std::this_thread::yield();
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::atomic<int>> runs(100);
+  std::atomic<bool> elsewhere{false};
+  std::atomic<int> team{0};
+  parallel_for(100, 1, [&](int64_t begin, int64_t end) {
+    team = threads_in_this_region();
+    if (std::this_thread::get_id() != caller) elsewhere = true;
+    for (int64_t i = begin; i < end; ++i) ++runs[static_cast<std::size_t>(i)];
+  });
+  release = true;
+  holder.join();
+  EXPECT_EQ(team, 2) << "the second host thread's share of the pool";
+  EXPECT_FALSE(elsewhere) << "every helper was blocked, so the caller ran every chunk";
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(runs[static_cast<std::size_t>(i)], 1) << "element " << i;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // strata-bench: the benchmark suite (matrix product, the D2L exercise, vector add, two devices, conv2d and Linear,
-// a training epoch, per-op overhead, start-up and compile time) as a table, or one JSON document with --json.
+// a training epoch, per-op overhead, start-up and compile time, contention) as a table, or one JSON document with
+// --json.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>

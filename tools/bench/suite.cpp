@@ -17,6 +17,7 @@ const std::vector<Workload>& workloads() {
     std::vector<Workload> w = compute_workloads();
     for (Workload& s : system_workloads()) w.push_back(std::move(s));
     for (Workload& s : dist_workloads()) w.push_back(std::move(s));
+    for (Workload& s : contention_workloads()) w.push_back(std::move(s));
     return w;
   }();
   return all;

@@ -9,6 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "strata/core/device.h"
+
+namespace strata::train {
+struct EpochReport;
+}
+
 namespace strata::bench {
 
 /// Whether a bigger or a smaller value of a metric is better (time: lower; throughput: higher).
@@ -50,6 +56,19 @@ const std::vector<Workload>& workloads();
 std::vector<Workload> compute_workloads();
 std::vector<Workload> system_workloads();
 std::vector<Workload> dist_workloads();
+std::vector<Workload> contention_workloads();
+
+/// The D2L exercise once after a warm-up: `products` products of 100x100 matrices on `device`, each product's norm
+/// read at once (read_each) or kept on the device and read at the end; its seconds and synchronisations.
+struct D2lRun {
+  double seconds;
+  int64_t syncs;
+};
+D2lRun d2l_run(Device device, bool read_each, int products);
+
+/// One timed epoch of the reference network (strata-train's reference recipe) over the first `images` training
+/// images in `data_dir`, on `device`, after a warm-up of 10 steps.
+train::EpochReport timed_epoch(const std::string& data_dir, Device device, int64_t images);
 
 /// Median of `repeats` timed calls of fn after `warmup` untimed ones, in seconds.
 double median_seconds(const std::function<void()>& fn, int repeats, int warmup = 1);

@@ -20,6 +20,33 @@
 #include "suite.h"
 
 namespace strata::bench {
+
+D2lRun d2l_run(Device device, bool read_each, int products) {
+  const Tensor a = randn({100, 100}, device) * 0.1, b = randn({100, 100}, device) * 0.1;
+  std::string printed;  // what would be printed; kept off the terminal so that the terminal's speed is not measured
+  const int64_t syncs = transfer_counters().synchronizations;
+  const double s = median_seconds(
+      [&] {
+        printed.clear();
+        std::vector<Tensor> log;
+        for (int i = 0; i < products; ++i) {
+          const Tensor c = strata::matmul(a, b);
+          if (read_each) {
+            printed += fmt::format("{}\n", strata::norm(c).item<float>());
+          } else {
+            log.push_back(strata::norm(c));
+          }
+        }
+        if (!read_each) {
+          const Tensor norms = stack(log).to(kCPU);
+          for (int64_t i = 0; i < norms.size(0); ++i) printed += fmt::format("{}\n", norms.data<float>()[i]);
+        }
+      },
+      1, 1);
+  // One warm-up and one timed run: the count per run is half of what both did.
+  return {s, (transfer_counters().synchronizations - syncs) / 2};
+}
+
 namespace {
 
 namespace F = nn::functional;
@@ -104,34 +131,7 @@ WorkloadResult matmul(const RunOptions& o) {
   return r;
 }
 
-// --- (2) the Dive-into-Deep-Learning exercise ---
-struct D2lRun { double seconds; int64_t syncs; };
-D2lRun d2l_run(Device device, bool read_each, int products) {
-  const Tensor a = randn({100, 100}, device) * 0.1, b = randn({100, 100}, device) * 0.1;
-  std::string printed;  // what would be printed; kept off the terminal so that the terminal's speed is not measured
-  const int64_t syncs = transfer_counters().synchronizations;
-  const double s = median_seconds(
-      [&] {
-        printed.clear();
-        std::vector<Tensor> log;
-        for (int i = 0; i < products; ++i) {
-          const Tensor c = strata::matmul(a, b);
-          if (read_each) {
-            printed += fmt::format("{}\n", strata::norm(c).item<float>());
-          } else {
-            log.push_back(strata::norm(c));
-          }
-        }
-        if (!read_each) {
-          const Tensor norms = stack(log).to(kCPU);
-          for (int64_t i = 0; i < norms.size(0); ++i) printed += fmt::format("{}\n", norms.data<float>()[i]);
-        }
-      },
-      1, 1);
-  // One warm-up and one timed run: the count per run is half of what both did.
-  return {s, (transfer_counters().synchronizations - syncs) / 2};
-}
-
+// --- (2) the Dive-into-Deep-Learning exercise (d2l_run is in the header: the contention workload runs it too) ---
 WorkloadResult d2l(const RunOptions& o) {
   WorkloadResult r;
   const int products = 1000;
