@@ -40,7 +40,9 @@
 #include "strata/autograd/node.h"
 
 // nn and optim
+#include "strata/nn/clip_grad.h"
 #include "strata/nn/functional.h"
+#include "strata/nn/functional_options.h"
 #include "strata/nn/init.h"
 #include "strata/nn/layers.h"
 #include "strata/nn/module.h"

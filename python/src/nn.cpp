@@ -47,15 +47,40 @@ nn::StateDict from_dict(const py::dict& d) {
   return state;
 }
 
-std::vector<Tensor> to_params(py::iterable params) {
-  std::vector<Tensor> out;
+/// PyTorch's params argument: tensors, or dicts of groups with "params" and optionally "lr" and "weight_decay".
+std::vector<optim::ParamGroup> to_groups(py::iterable params) {
+  std::vector<optim::ParamGroup> groups;
+  std::vector<Tensor> loose;
   for (py::handle p : params) {
-    if (py::isinstance<py::dict>(p)) {
-      throw py::type_error("parameter groups are not supported yet; pass the parameters themselves");
+    if (!py::isinstance<py::dict>(p)) {
+      loose.push_back(p.cast<Tensor>());
+      continue;
     }
-    out.push_back(p.cast<Tensor>());
+    optim::ParamGroup group;
+    for (auto [key, value] : p.cast<py::dict>()) {
+      const std::string name = key.cast<std::string>();
+      if (name == "params") {
+        if (py::isinstance<Tensor>(value)) {
+          group.params.push_back(value.cast<Tensor>());
+        } else {
+          for (py::handle t : value.cast<py::iterable>()) group.params.push_back(t.cast<Tensor>());
+        }
+      } else if (name == "lr") {
+        group.lr = value.cast<double>();
+      } else if (name == "weight_decay") {
+        group.weight_decay = value.cast<double>();
+      } else {
+        throw py::value_error("parameter group option '" + name +
+                              "' is not supported: a group may set only 'lr' and 'weight_decay'");
+      }
+    }
+    groups.push_back(std::move(group));
   }
-  return out;
+  if (!loose.empty() && !groups.empty()) {
+    throw py::type_error("params mixes tensors and parameter groups (dicts); pass one kind");
+  }
+  if (groups.empty()) groups.push_back(optim::ParamGroup{std::move(loose)});
+  return groups;
 }
 
 void register_layers(py::module_& nn_) {
@@ -218,18 +243,19 @@ void register_functional(py::module_& f) {
       py::arg("weight"));
   f.def(
       "cross_entropy",
-      [](const Tensor& x, const Tensor& target, const std::string& reduction, double smoothing) {
+      [](const Tensor& x, const Tensor& target, const std::string& reduction, double smoothing, int64_t ignore) {
         const F::Reduction r = to_reduction(reduction);
-        return without_gil([&] { return F::cross_entropy(x, target, r, smoothing); });
+        return without_gil([&] { return F::cross_entropy(x, target, r, smoothing, ignore); });
       },
-      py::arg("input"), py::arg("target"), py::arg("reduction") = "mean", py::arg("label_smoothing") = 0.0);
+      py::arg("input"), py::arg("target"), py::arg("reduction") = "mean", py::arg("label_smoothing") = 0.0,
+      py::arg("ignore_index") = F::kIgnoreIndex);
   f.def(
       "nll_loss",
-      [](const Tensor& x, const Tensor& target, const std::string& reduction) {
+      [](const Tensor& x, const Tensor& target, const std::string& reduction, int64_t ignore) {
         const F::Reduction r = to_reduction(reduction);
-        return without_gil([&] { return F::nll_loss(x, target, r); });
+        return without_gil([&] { return F::nll_loss(x, target, r, ignore); });
       },
-      py::arg("input"), py::arg("target"), py::arg("reduction") = "mean");
+      py::arg("input"), py::arg("target"), py::arg("reduction") = "mean", py::arg("ignore_index") = F::kIgnoreIndex);
   f.def(
       "mse_loss",
       [](const Tensor& x, const Tensor& target, const std::string& reduction) {
@@ -237,6 +263,26 @@ void register_functional(py::module_& f) {
         return without_gil([&] { return F::mse_loss(x, target, r); });
       },
       py::arg("input"), py::arg("target"), py::arg("reduction") = "mean");
+}
+
+/// torch.nn.utils's gradient clipping.
+void register_utils(py::module_& u) {
+  u.def(
+      "clip_grad_norm_",
+      [](py::iterable params, double max_norm, double norm_type) {
+        std::vector<Tensor> ps;
+        for (py::handle p : params) ps.push_back(p.cast<Tensor>());
+        return without_gil([&] { return nn::utils::clip_grad_norm_(ps, max_norm, norm_type); });
+      },
+      py::arg("parameters"), py::arg("max_norm"), py::arg("norm_type") = 2.0);
+  u.def(
+      "clip_grad_value_",
+      [](py::iterable params, double clip_value) {
+        std::vector<Tensor> ps;
+        for (py::handle p : params) ps.push_back(p.cast<Tensor>());
+        without_gil([&] { nn::utils::clip_grad_value_(ps, clip_value); });
+      },
+      py::arg("parameters"), py::arg("clip_value"));
 }
 
 void register_optim(py::module_& o) {
@@ -255,6 +301,18 @@ void register_optim(py::module_& o) {
           py::arg("set_to_none") = true)
       .def_property("lr", &Optimizer::lr, &Optimizer::set_lr)
       .def_property_readonly("params", &Optimizer::params)
+      // The pieces of param_groups, which strata.optim assembles into PyTorch's list of dicts.
+      .def("_group_count", [](const Optimizer& opt) { return opt.groups().size(); })
+      .def("_group_params",
+           [](const Optimizer& opt, std::size_t g) {
+             const Optimizer::Group& group = opt.groups().at(g);
+             return std::vector<Tensor>(opt.params().begin() + static_cast<std::ptrdiff_t>(group.begin),
+                                        opt.params().begin() + static_cast<std::ptrdiff_t>(group.end));
+           })
+      .def("_group_lr", [](const Optimizer& opt, std::size_t g) { return opt.groups().at(g).lr; })
+      .def("_set_group_lr", &Optimizer::set_group_lr)
+      .def("_group_weight_decay", [](const Optimizer& opt, std::size_t g) { return opt.groups().at(g).weight_decay; })
+      .def("_set_group_weight_decay", &Optimizer::set_group_weight_decay)
       .def("state_dict", [](const Optimizer& opt) { return to_dict(opt.state_dict()); })
       .def(
           "load_state_dict", [](Optimizer& opt, const py::dict& d) { opt.load_state_dict(from_dict(d)); },
@@ -264,7 +322,7 @@ void register_optim(py::module_& o) {
       py::init([](py::iterable params, double lr, double momentum, double dampening, double wd, bool nesterov) {
         SGDOptions opts(lr);
         opts.momentum(momentum).dampening(dampening).weight_decay(wd).nesterov(nesterov);
-        return std::make_shared<SGD>(to_params(params), opts);
+        return std::make_shared<SGD>(to_groups(params), opts);
       }),
       py::arg("params"), py::arg("lr"), py::arg("momentum") = 0.0, py::arg("dampening") = 0.0,
       py::arg("weight_decay") = 0.0, py::arg("nesterov") = false);
@@ -277,14 +335,14 @@ void register_optim(py::module_& o) {
   py::class_<Adam, Optimizer, std::shared_ptr<Adam>>(o, "Adam").def(
       py::init([adam_options](py::iterable params, double lr, std::pair<double, double> betas, double eps,
                               std::optional<double> wd) {
-        return std::make_shared<Adam>(to_params(params), adam_options(lr, betas, eps, wd));
+        return std::make_shared<Adam>(to_groups(params), adam_options(lr, betas, eps, wd));
       }),
       py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8,
       py::arg("weight_decay") = py::none());
   py::class_<AdamW, Adam, std::shared_ptr<AdamW>>(o, "AdamW")
       .def(py::init([adam_options](py::iterable params, double lr, std::pair<double, double> betas, double eps,
                                    std::optional<double> wd) {
-             return std::make_shared<AdamW>(to_params(params), adam_options(lr, betas, eps, wd));
+             return std::make_shared<AdamW>(to_groups(params), adam_options(lr, betas, eps, wd));
            }),
            py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999),
            py::arg("eps") = 1e-8, py::arg("weight_decay") = py::none());
@@ -292,9 +350,9 @@ void register_optim(py::module_& o) {
   py::module_ s = o.def_submodule("lr_scheduler");
   py::class_<LRScheduler, std::shared_ptr<LRScheduler>>(s, "LRScheduler")
       .def("step", &LRScheduler::step)
-      .def("get_last_lr", [](const LRScheduler& sch) { return std::vector<double>{sch.last_lr()}; })
+      .def("get_last_lr", &LRScheduler::last_lrs)
       .def_property_readonly("last_epoch", &LRScheduler::last_epoch)
-      .def_property_readonly("base_lrs", [](const LRScheduler& sch) { return std::vector<double>{sch.base_lr()}; })
+      .def_property_readonly("base_lrs", &LRScheduler::base_lrs)
       .def("state_dict", [](const LRScheduler& sch) { return to_dict(sch.state_dict()); })
       .def(
           "load_state_dict", [](LRScheduler& sch, const py::dict& d) { sch.load_state_dict(from_dict(d)); },
@@ -315,6 +373,8 @@ void register_nn(py::module_& m) {
   register_layers(nn_);
   py::module_ functional = nn_.def_submodule("functional");
   register_functional(functional);
+  py::module_ utils = nn_.def_submodule("utils");
+  register_utils(utils);
   py::module_ optim = m.def_submodule("optim");
   register_optim(optim);
 }

@@ -89,8 +89,12 @@ Tensor to(const Tensor& self, py::args args, py::object device, py::object dtype
   if (!dtype.is_none()) to_dtype_ = dtype.cast<DType>();
   py::gil_scoped_release release;
   Tensor result = self;
-  if (to_device_) result = copy ? result.copy_to(*to_device_, non_blocking) : result.to(*to_device_, non_blocking);
-  if (to_dtype_) result = result.to(*to_dtype_);
+  if (to_device_ && to_dtype_ && !copy) {
+    result = result.to(*to_device_, *to_dtype_, non_blocking);
+  } else {
+    if (to_device_) result = copy ? result.copy_to(*to_device_, non_blocking) : result.to(*to_device_, non_blocking);
+    if (to_dtype_) result = result.to(*to_dtype_);
+  }
   if (copy && result.is_same(self)) result = self.clone();
   return result;
 }

@@ -46,6 +46,8 @@ class Device {
 std::ostream& operator<<(std::ostream& os, Device device);
 
 inline constexpr Device kCPU{DeviceType::CPU};
+/// The current CUDA device, as Device("cuda"); torch::kCUDA reads the same.
+inline constexpr Device kCUDA{DeviceType::CUDA};
 
 }  // namespace strata
 

@@ -21,6 +21,9 @@ struct Pair {
 /// How a loss reduces its per-element values.
 enum class Reduction { None, Mean, Sum };
 
+/// The target value that the class losses skip by default, PyTorch's.
+inline constexpr int64_t kIgnoreIndex = -100;
+
 // --- conv.cpp, pool.cpp ---
 /// 2-D convolution: input [N, C, H, W], weight [O, C/groups, kH, kW], optional bias [O] -> [N, O, H', W'].
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, Pair stride = 1, Pair padding = 0,
@@ -49,20 +52,43 @@ Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
 /// Batch normalisation over N (and H, W) per channel (dim 1). In training, uses the batch statistics and updates
 /// running_mean/running_var in place (when defined) with `momentum` (unbiased variance, as PyTorch); in inference
 /// uses the running statistics.
-Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                  const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5);
+/// Every tensor may be undefined, as PyTorch's None: without running statistics, training must be true (PyTorch's
+/// default is false, kept here, so inference without them is an error that says so).
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean = {}, const Tensor& running_var = {},
+                  const Tensor& weight = {}, const Tensor& bias = {}, bool training = false, double momentum = 0.1,
+                  double eps = 1e-5);
 /// Normalises over the last `normalized_shape.size()` dims, then applies the optional affine weight and bias.
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
 
 // --- loss.cpp ---
 /// Cross-entropy of logits [N, C] (or [N, C, d...]) against class indices [N] (or [N, d...]); a target outside
-/// [0, C) is a device-side assert naming the value. label_smoothing in [0, 1).
+/// [0, C) other than ignore_index is a device-side assert naming the value. label_smoothing in [0, 1). Targets equal
+/// to ignore_index (PyTorch's -100 by default) add nothing to the loss or the gradient, and the mean is over the
+/// others (NaN when every target is ignored, as in PyTorch).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction = Reduction::Mean,
-                     double label_smoothing = 0.0);
-/// Negative log-likelihood of log-probabilities [N, C] against class indices [N].
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction = Reduction::Mean);
+                     double label_smoothing = 0.0, int64_t ignore_index = kIgnoreIndex);
+/// Negative log-likelihood of log-probabilities [N, C] against class indices [N]; ignore_index as cross_entropy.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction = Reduction::Mean,
+                int64_t ignore_index = kIgnoreIndex);
 /// Mean squared error between two tensors of the same shape.
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 
+// --- functional_options.cpp: LibTorch's options form, the same ops as above ---
+struct Conv2dFuncOptions;
+struct MaxPool2dFuncOptions;
+struct BatchNormFuncOptions;
+struct CrossEntropyFuncOptions;
+/// conv2d(input, weight, Conv2dFuncOptions().stride(2).padding(1)).
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options);
+/// max_pool2d(input, MaxPool2dFuncOptions(2).stride(1)).
+Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options);
+/// batch_norm(input, running_mean, running_var, BatchNormFuncOptions().weight(w).bias(b).training(true)).
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const BatchNormFuncOptions& options);
+/// cross_entropy(logits, target, CrossEntropyFuncOptions().ignore_index(0).reduction(Reduction::Sum)).
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyFuncOptions& options);
+
 }  // namespace strata::nn::functional
+
+#include "strata/nn/functional_options.h"

@@ -73,24 +73,41 @@ Tensor picked(const char* op, const Tensor& log_probs, const Tensor& target) {
   return out;
 }
 
-/// Reduces per-row losses [M, 1] to the result: [target shape], or a 0-d mean or sum.
-Tensor reduce_rows(const Tensor& per_row, Reduction reduction, const Shape& target_shape) {
+// Note [Ignored targets]
+// A target equal to ignore_index is replaced by class 0 before the gather, so that it neither asserts nor reads out
+// of range, and its row is multiplied by a mask of 0: it adds nothing to the loss or to the gradient. The mean
+// divides by the count of the other rows, kept on the device as a tensor, so no value is read back to the host.
+// The mask costs a few [M, 1] ops per call, small next to the [M, C] softmax, so it is always on.
+
+/// Which rows count (mask [M, 1], 1 or 0 in `dtype`) and the targets with ignored ones replaced by 0.
+struct Kept {
+  Tensor mask, target;
+};
+
+Kept keep_rows(const Tensor& target, int64_t ignore_index, DType dtype) {
+  const Tensor ignored = scalar_tensor(ignore_index, TensorOptions(DType::I64).device(target.device()));
+  const Tensor keep = ne(target, ignored);
+  return {keep.to(dtype), where(keep, target, zeros_like(target))};
+}
+
+/// Reduces per-row losses [M, 1] (ignored rows already 0) to the result: [target shape], or a 0-d mean or sum.
+Tensor reduce_rows(const Tensor& per_row, const Tensor& mask, Reduction reduction, const Shape& target_shape) {
   switch (reduction) {
     case Reduction::None: return per_row.reshape(target_shape);
     case Reduction::Sum: return sum(per_row);
     case Reduction::Mean: break;
   }
-  return mean(per_row);
+  return sum(per_row) / sum(mask);
 }
 
-/// The gradient of the result w.r.t. each row's loss, as a tensor that broadcasts to [M, 1].
-Tensor row_grad(const Tensor& g, Reduction reduction, int64_t rows) {
+/// The gradient of the result w.r.t. each row's loss as [M, 1], 0 at ignored rows.
+Tensor row_grad(const Tensor& g, const Tensor& mask, Reduction reduction, int64_t rows) {
   switch (reduction) {
-    case Reduction::None: return g.reshape({rows, 1});
-    case Reduction::Sum: return g;
+    case Reduction::None: return g.reshape({rows, 1}) * mask;
+    case Reduction::Sum: return g * mask;
     case Reduction::Mean: break;
   }
-  return g / static_cast<double>(rows);
+  return g * mask / sum(mask);
 }
 
 void check_reduction(const char* op, Reduction reduction) {
@@ -100,7 +117,8 @@ void check_reduction(const char* op, Reduction reduction) {
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction, double label_smoothing) {
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction, double label_smoothing,
+                     int64_t ignore_index) {
   constexpr const char* op = "cross_entropy";
   check_reduction(op, reduction);
   STRATA_CHECK(label_smoothing >= 0.0 && label_smoothing < 1.0, InvalidArgumentError,
@@ -110,42 +128,47 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
   const double ls = label_smoothing;
 
   Tensor log_probs, loss;
+  Kept kept;
   {
     NoGradGuard no_grad;  // the derivative is recorded below as one formula
+    // Rows whose target is ignore_index are masked out: see Note [Ignored targets].
+    kept = keep_rows(in.target, ignore_index, logits.dtype());
     log_probs = log_softmax(in.rows, 1);
-    Tensor per_row = picked(op, log_probs, in.target) * -(1.0 - ls);
+    Tensor per_row = picked(op, log_probs, kept.target) * -(1.0 - ls);
     // Smoothing mixes in the uniform distribution: ls * mean_c(-log p_c).
     if (ls > 0.0) per_row = per_row - mean(log_probs, {1}, /*keepdim=*/true) * ls;
-    loss = reduce_rows(per_row, reduction, target.shape());
+    loss = reduce_rows(per_row * kept.mask, kept.mask, reduction, target.shape());
   }
   if (detail::needs_grad({&in.rows})) {
     // d loss_m / d x_m = softmax(x_m) - ((1 - ls) onehot(t_m) + ls / C): subtract at the target with scatter_add.
-    detail::record(op, {&in.rows}, loss, [log_probs, t = in.target, reduction, rows, classes, ls](const Tensor& g) {
-      const Tensor gr = row_grad(g, reduction, rows);
+    detail::record(op, {&in.rows}, loss, [log_probs, kept, reduction, rows, classes, ls](const Tensor& g) {
+      const Tensor gr = row_grad(g, kept.mask, reduction, rows);
       Tensor base = exp(log_probs);
       if (ls > 0.0) base = base - ls / static_cast<double>(classes);
-      const Tensor at_target = (gr * -(1.0 - ls)).expand({rows, 1}).contiguous();
-      return std::vector<Tensor>{scatter_add(base * gr, 1, t, at_target)};
+      const Tensor at_target = (gr * -(1.0 - ls)).contiguous();
+      return std::vector<Tensor>{scatter_add(base * gr, 1, kept.target, at_target)};
     });
   }
   return loss;
 }
 
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction) {
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction, int64_t ignore_index) {
   constexpr const char* op = "nll_loss";
   check_reduction(op, reduction);
   const ClassRows in = class_rows(op, "log_probs", log_probs, target);
   const int64_t rows = in.rows.size(0);
   Tensor loss;
+  Kept kept;
   {
     NoGradGuard no_grad;
-    loss = reduce_rows(-picked(op, in.rows, in.target), reduction, target.shape());
+    kept = keep_rows(in.target, ignore_index, log_probs.dtype());  // Note [Ignored targets]
+    loss = reduce_rows(-picked(op, in.rows, kept.target) * kept.mask, kept.mask, reduction, target.shape());
   }
   if (detail::needs_grad({&in.rows})) {
-    detail::record(op, {&in.rows}, loss, [shape = in.rows.shape(), t = in.target, reduction, rows](const Tensor& g) {
-      const Tensor at_target = (-row_grad(g, reduction, rows)).expand({rows, 1}).contiguous();
+    detail::record(op, {&in.rows}, loss, [shape = in.rows.shape(), kept, reduction, rows](const Tensor& g) {
+      const Tensor at_target = (-row_grad(g, kept.mask, reduction, rows)).contiguous();
       return std::vector<Tensor>{
-          scatter_add(zeros(shape, TensorOptions(g.dtype()).device(g.device())), 1, t, at_target)};
+          scatter_add(zeros(shape, TensorOptions(g.dtype()).device(g.device())), 1, kept.target, at_target)};
     });
   }
   return loss;

@@ -9,10 +9,14 @@
 
 namespace strata::optim {
 
-Adam::Adam(std::vector<Tensor> params, const AdamOptions& options) : Adam("Adam", std::move(params), options, false) {}
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
+    : Adam("Adam", {ParamGroup{.params = std::move(params)}}, options, false) {}
 
-Adam::Adam(const char* name, std::vector<Tensor> params, const AdamOptions& options, bool decoupled)
-    : Optimizer(name, std::move(params), options.lr),
+Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& options)
+    : Adam("Adam", std::move(groups), options, false) {}
+
+Adam::Adam(const char* name, std::vector<ParamGroup> groups, const AdamOptions& options, bool decoupled)
+    : Optimizer(name, std::move(groups), options.lr),
       options_(options),
       weight_decay_(options.weight_decay_.value_or(decoupled ? 0.01 : 0.0)),
       decoupled_(decoupled) {
@@ -33,6 +37,9 @@ void Adam::step() {
     Tensor p = params()[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
+    const Group& group = group_of(i);
+    const double lr = group.lr;
+    const double weight_decay = group.weight_decay.value_or(weight_decay_);
     ParamState& s = state_for(i);
     if (s.tensors.empty()) {
       s.tensors.emplace("exp_avg", zeros_like(p));
@@ -42,11 +49,11 @@ void Adam::step() {
     Tensor& v = s.tensors.at("exp_avg_sq");
     const int64_t t = ++s.step;
 
-    if (weight_decay_ != 0.0) {
+    if (weight_decay != 0.0) {
       if (decoupled_) {
-        detail::scale_(p, 1.0 - lr() * weight_decay_);
+        detail::scale_(p, 1.0 - lr * weight_decay);
       } else {
-        g = add(g, p, weight_decay_);
+        g = add(g, p, weight_decay);
       }
     }
     detail::scale_(m, o.beta1_);
@@ -56,12 +63,16 @@ void Adam::step() {
 
     const double bias_correction1 = 1.0 - std::pow(o.beta1_, static_cast<double>(t));
     const double bias_correction2 = 1.0 - std::pow(o.beta2_, static_cast<double>(t));
-    const double step_size = lr() / bias_correction1;
+    const double step_size = lr / bias_correction1;
     Tensor denom = sqrt(v) / std::sqrt(bias_correction2) + o.eps_;
     add_(p, m / denom, -step_size);
   }
 }
 
-AdamW::AdamW(std::vector<Tensor> params, const AdamOptions& options) : Adam("AdamW", std::move(params), options, true) {}
+AdamW::AdamW(std::vector<Tensor> params, const AdamOptions& options)
+    : Adam("AdamW", {ParamGroup{.params = std::move(params)}}, options, true) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, const AdamOptions& options)
+    : Adam("AdamW", std::move(groups), options, true) {}
 
 }  // namespace strata::optim

@@ -23,12 +23,14 @@ struct AdamOptions {
 class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, const AdamOptions& options = {});
+  /// Groups with their own learning rate or weight decay; the rest from `options`.
+  Adam(std::vector<ParamGroup> groups, const AdamOptions& options = {});
   void step() override;
   const AdamOptions& options() const { return options_; }
 
  protected:
   /// decoupled: AdamW's p *= 1 - lr * wd instead of adding wd * p to the gradient.
-  Adam(const char* name, std::vector<Tensor> params, const AdamOptions& options, bool decoupled);
+  Adam(const char* name, std::vector<ParamGroup> groups, const AdamOptions& options, bool decoupled);
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   bool counts_steps() const override { return true; }
 
@@ -43,6 +45,7 @@ class Adam : public Optimizer {
 class AdamW : public Adam {
  public:
   AdamW(std::vector<Tensor> params, const AdamOptions& options = {});
+  AdamW(std::vector<ParamGroup> groups, const AdamOptions& options = {});
 };
 
 }  // namespace strata::optim

@@ -24,8 +24,20 @@ void scale_(Tensor& self, double factor) {
 
 }  // namespace detail
 
-Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr)
-    : name_(std::move(name)), params_(std::move(params)), state_(params_.size()), lr_(lr) {
+Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, double lr) : name_(std::move(name)) {
+  STRATA_CHECK(!groups.empty(), InvalidArgumentError, "{}: got no parameter groups", name_);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    ParamGroup& group = groups[g];
+    Group range{params_.size(), params_.size() + group.params.size(), group.lr.value_or(lr), group.weight_decay};
+    STRATA_CHECK(range.lr >= 0.0 && std::isfinite(range.lr), InvalidArgumentError,
+                 "{}: the learning rate of group {} must be >= 0, got {}", name_, g, range.lr);
+    STRATA_CHECK(!group.weight_decay || (*group.weight_decay >= 0.0 && std::isfinite(*group.weight_decay)),
+                 InvalidArgumentError, "{}: the weight_decay of group {} must be a finite number >= 0, got {}", name_,
+                 g, group.weight_decay.value_or(0.0));
+    for (Tensor& p : group.params) params_.push_back(std::move(p));
+    groups_.push_back(range);
+  }
+  state_.resize(params_.size());
   STRATA_CHECK(!params_.empty(), InvalidArgumentError, "{}: got an empty parameter list", name_);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
@@ -35,19 +47,39 @@ Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr)
     STRATA_CHECK(p.is_leaf(), InvalidArgumentError,
                  "{}: parameter {} is not a leaf tensor (it was computed by {}); optimise the leaves", name_, i,
                  p.grad_fn_name());
-    // A parameter listed twice would be stepped twice per step.
+    // A parameter listed twice (in one group or in two) would be stepped twice per step.
     for (std::size_t j = 0; j < i; ++j) {
       STRATA_CHECK(!params_[j].is_same(p), InvalidArgumentError, "{}: parameters {} and {} are the same tensor", name_,
                    j, i);
     }
   }
-  set_lr(lr);
+}
+
+const Optimizer::Group& Optimizer::group_of(std::size_t i) const {
+  for (const Group& g : groups_) {
+    if (i < g.end) return g;
+  }
+  STRATA_THROW(IndexError, "{}: parameter {} asked of an optimizer with {} parameters", name_, i, params_.size());
 }
 
 void Optimizer::set_lr(double lr) {
+  for (std::size_t g = 0; g < groups_.size(); ++g) set_group_lr(g, lr);
+}
+
+void Optimizer::set_group_lr(std::size_t group, double lr) {
+  STRATA_CHECK(group < groups_.size(), IndexError, "{}: group {} asked of an optimizer with {} groups", name_, group,
+               groups_.size());
   STRATA_CHECK(lr >= 0.0 && std::isfinite(lr), InvalidArgumentError, "{}: the learning rate must be >= 0, got {}",
                name_, lr);
-  lr_ = lr;
+  groups_[group].lr = lr;
+}
+
+void Optimizer::set_group_weight_decay(std::size_t group, std::optional<double> weight_decay) {
+  STRATA_CHECK(group < groups_.size(), IndexError, "{}: group {} asked of an optimizer with {} groups", name_, group,
+               groups_.size());
+  STRATA_CHECK(!weight_decay || (*weight_decay >= 0.0 && std::isfinite(*weight_decay)), InvalidArgumentError,
+               "{}: weight_decay must be a finite number >= 0, got {}", name_, weight_decay.value_or(0.0));
+  groups_[group].weight_decay = weight_decay;
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
@@ -75,7 +107,10 @@ ParamState& Optimizer::state_for(std::size_t i) {
 
 nn::StateDict Optimizer::state_dict() const {
   nn::StateDict dict;
-  dict.insert("lr", scalar_tensor(lr_, DType::F64));
+  dict.insert("lr", scalar_tensor(groups_.front().lr, DType::F64));
+  for (std::size_t g = 1; g < groups_.size(); ++g) {
+    dict.insert(fmt::format("lr.{}", g), scalar_tensor(groups_[g].lr, DType::F64));
+  }
   for (std::size_t i = 0; i < state_.size(); ++i) {
     const ParamState& s = state_[i];
     for (const auto& [name, t] : s.tensors) dict.insert(fmt::format("{}.{}", i, name), t.clone());
@@ -88,21 +123,35 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
   const std::vector<std::string> names = state_names();
   std::vector<std::string> problems;
   std::vector<ParamState> loaded(params_.size());
-  double lr = lr_;
+  std::vector<double> lrs(groups_.size());
+  for (std::size_t g = 0; g < groups_.size(); ++g) lrs[g] = groups_[g].lr;
+  for (std::size_t g = 1; g < groups_.size(); ++g) {
+    if (!dict.contains(fmt::format("lr.{}", g))) problems.push_back(fmt::format("'lr.{}' is missing", g));
+  }
   for (const auto& [key, t] : dict) {
     if (!t.defined()) {
       problems.push_back(fmt::format("'{}' is undefined", key));
       continue;
     }
-    if (key == "lr") {
+    // "lr" is group 0's learning rate and "lr.<g>" group g's.
+    std::size_t group = 0;
+    bool is_lr = key == "lr";
+    if (!is_lr && key.starts_with("lr.")) {
+      const char* first = key.data() + 3;
+      const char* last = key.data() + key.size();
+      const auto [end, ec] = std::from_chars(first, last, group);
+      is_lr = ec == std::errc() && end == last && group >= 1 && group < groups_.size();
+    }
+    if (is_lr) {
       if (t.numel() != 1) {
-        problems.push_back(fmt::format("'lr' must hold one value, got shape {}", t.shape()));
+        problems.push_back(fmt::format("'{}' must hold one value, got shape {}", key, t.shape()));
       } else {
-        lr = t.item<double>();
+        const double lr = t.item<double>();
         if (!(lr >= 0.0 && std::isfinite(lr)) || !is_floating(t.dtype())) {
           problems.push_back(
-              fmt::format("'lr' must be a finite floating-point number >= 0, got {} ({})", lr, t.dtype()));
+              fmt::format("'{}' must be a finite floating-point number >= 0, got {} ({})", key, lr, t.dtype()));
         }
+        lrs[group] = lr;
       }
       continue;
     }
@@ -161,7 +210,7 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
     }
   }
   state_ = std::move(loaded);
-  lr_ = lr;
+  for (std::size_t g = 0; g < groups_.size(); ++g) groups_[g].lr = lrs[g];
 }
 
 }  // namespace strata::optim

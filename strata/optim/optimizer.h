@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,18 @@ struct ParamState {
   int64_t step = 0;
 };
 
-/// Base of the optimizers: the parameters, the learning rate, and per-parameter state that can be saved and
-/// restored exactly.
+/// Parameters that share a learning rate and weight decay (PyTorch's param_groups):
+/// SGD({{.params = weights, .weight_decay = 1e-4}, {.params = biases, .lr = 0.1}}, 0.01).
+/// Only these two options vary by group; momentum, betas and the rest are the optimizer's for every group.
+struct ParamGroup {
+  std::vector<Tensor> params;
+  std::optional<double> lr = std::nullopt;            // unset: the optimizer's options
+  std::optional<double> weight_decay = std::nullopt;  // unset: the optimizer's options
+};
+
+/// Base of the optimizers: the parameters in groups, each group's learning rate, and per-parameter state that can be
+/// saved and restored exactly. Parameters are numbered across the groups in order, as state(i) and the state
+/// dict's keys do.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -37,9 +48,22 @@ class Optimizer {
 
   /// "SGD", "Adam": how errors name this optimizer.
   const std::string& name() const { return name_; }
-  double lr() const { return lr_; }
+  /// The learning rate of group 0 (of every group when there is one).
+  double lr() const { return groups_.front().lr; }
+  /// Sets every group's learning rate to `lr`.
   void set_lr(double lr);
+  /// Every parameter, group after group.
   const std::vector<Tensor>& params() const { return params_; }
+
+  /// Parameters [begin, end) of params() and their options.
+  struct Group {
+    std::size_t begin = 0, end = 0;
+    double lr = 0.0;
+    std::optional<double> weight_decay;  // unset: the optimizer's
+  };
+  const std::vector<Group>& groups() const { return groups_; }
+  void set_group_lr(std::size_t group, double lr);
+  void set_group_weight_decay(std::size_t group, std::optional<double> weight_decay);
   /// The state of parameter i (empty before its first step).
   const ParamState& state(std::size_t i) const {
     STRATA_CHECK(i < state_.size(), IndexError, "{}: state({}) asked of an optimizer with {} parameters", name_, i,
@@ -47,7 +71,8 @@ class Optimizer {
     return state_[i];
   }
 
-  /// "lr" (f64 scalar) and, for each parameter i with state, "i.<name>" for its tensors and "i.step" (i64 scalar).
+  /// "lr" (f64 scalar; group 0's), "lr.<g>" for each further group g, and, for each parameter i with state,
+  /// "i.<name>" for its tensors and "i.step" (i64 scalar).
   /// The tensors are copies, so the dict stays as it was while training goes on.
   nn::StateDict state_dict() const;
   /// Restores what state_dict() saved, placing each tensor on its parameter's device. Keys and shapes are checked
@@ -55,8 +80,11 @@ class Optimizer {
   void load_state_dict(const nn::StateDict& dict);
 
  protected:
-  /// Checks the parameters (defined, floating, requiring grad) and the learning rate.
-  Optimizer(std::string name, std::vector<Tensor> params, double lr);
+  /// Checks the parameters (defined, floating, requiring grad), the learning rates and weight decays; a group
+  /// without its own learning rate takes `lr`.
+  Optimizer(std::string name, std::vector<ParamGroup> groups, double lr);
+  /// The group of parameter i.
+  const Group& group_of(std::size_t i) const;
   /// Parameter i's state, with its tensors moved to the parameter's device and dtype when the parameter has moved.
   ParamState& state_for(std::size_t i);
   /// The names of the per-parameter state tensors this optimizer keeps (for load_state_dict's checks).
@@ -68,7 +96,7 @@ class Optimizer {
   std::string name_;
   std::vector<Tensor> params_;
   std::vector<ParamState> state_;
-  double lr_;
+  std::vector<Group> groups_;
 };
 
 namespace detail {

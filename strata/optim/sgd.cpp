@@ -9,7 +9,10 @@
 namespace strata::optim {
 
 SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
-    : Optimizer("SGD", std::move(params), options.lr), options_(options) {
+    : SGD(std::vector<ParamGroup>{ParamGroup{.params = std::move(params)}}, options) {}
+
+SGD::SGD(std::vector<ParamGroup> groups, const SGDOptions& options)
+    : Optimizer("SGD", std::move(groups), options.lr), options_(options) {
   // Finite as well: an infinite or NaN factor turns every parameter into NaN at the first step.
   STRATA_CHECK(options.momentum_ >= 0.0 && std::isfinite(options.momentum_), InvalidArgumentError,
                "SGD: momentum must be a finite number >= 0, got {}", options.momentum_);
@@ -29,7 +32,9 @@ void SGD::step() {
     Tensor p = params()[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    if (o.weight_decay_ != 0.0) g = add(g, p, o.weight_decay_);
+    const Group& group = group_of(i);
+    const double weight_decay = group.weight_decay.value_or(o.weight_decay_);
+    if (weight_decay != 0.0) g = add(g, p, weight_decay);
     if (o.momentum_ != 0.0) {
       ParamState& s = state_for(i);
       auto it = s.tensors.find("momentum_buffer");
@@ -41,7 +46,7 @@ void SGD::step() {
       }
       g = o.nesterov_ ? add(g, it->second, o.momentum_) : it->second;
     }
-    add_(p, g, -lr());
+    add_(p, g, -group.lr);
   }
 }
 

@@ -23,6 +23,8 @@ struct SGDOptions {
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, const SGDOptions& options);
+  /// Groups with their own learning rate or weight decay; the rest from `options`.
+  SGD(std::vector<ParamGroup> groups, const SGDOptions& options);
   void step() override;
   const SGDOptions& options() const { return options_; }
 

@@ -46,6 +46,13 @@ Tensor Tensor::to(DType dtype) const {
   return out;
 }
 
+Tensor Tensor::to(Device device, DType dtype, bool non_blocking) const {
+  STRATA_CHECK(defined(), InvalidArgumentError, "to: the tensor is undefined");
+  // A narrowing conversion runs before the copy and a widening one after it, so the copy moves the smaller dtype.
+  if (dtype_size(dtype) < dtype_size(this->dtype())) return to(dtype).to(device, non_blocking);
+  return to(device, non_blocking).to(dtype);
+}
+
 // Note [Copies between devices]
 // A copy between devices moves the bytes of a contiguous tensor with one backend copy on the GPU side's current
 // stream, and is counted (runtime/transfer.h). Host-to-device copies are asynchronous only when asked for

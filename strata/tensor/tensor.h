@@ -90,6 +90,8 @@ class Tensor {
   Tensor to(Device device, bool non_blocking = false) const;
   /// Returns this tensor when it already has `dtype`, else a converted copy.
   Tensor to(DType dtype) const;
+  /// Both in one call, as to(device).to(dtype) but converting on the side that moves fewer bytes; differentiable.
+  Tensor to(Device device, DType dtype, bool non_blocking = false) const;
   /// Always allocates new memory on `device` and copies into it; differentiable (the gradient goes back to this
   /// tensor's device).
   Tensor copy_to(Device device, bool non_blocking = false) const;

@@ -41,6 +41,13 @@ TEST(Device, EveryCpuDeviceHasAnIndex) {
   EXPECT_NE(std::hash<Device>{}(second), std::hash<Device>{}(kCPU));
 }
 
+TEST(Device, KCudaIsTheCurrentCudaDevice) {
+  EXPECT_EQ(kCUDA, Device("cuda"));
+  EXPECT_TRUE(kCUDA.is_cuda());
+  EXPECT_FALSE(kCUDA.has_index());
+  EXPECT_NE(kCUDA, Device("cuda:0"));
+}
+
 TEST(Device, BadStringsThrowNamingTheStringAndTheAcceptedForms) {
   for (const char* text : {"gpu0", "cuda:-1", "cuda:x", "cuda:", "", "CUDA", "cuda:1:2", "cpu:-1", "cpu:", "cpu:one"}) {
     try {

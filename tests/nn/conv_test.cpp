@@ -96,7 +96,8 @@ class Conv : public ::testing::TestWithParam<Device> {
     return o;
   }
   static Tensor run(const Operands& o, const Config& c, bool relu = false) {
-    return (relu ? F::conv2d_relu : F::conv2d)(o.input, o.weight, o.bias, c.stride, c.padding, c.dilation, c.groups);
+    return relu ? F::conv2d_relu(o.input, o.weight, o.bias, c.stride, c.padding, c.dilation, c.groups)
+                : F::conv2d(o.input, o.weight, o.bias, c.stride, c.padding, c.dilation, c.groups);
   }
   // The f32 backends (oneDNN, cuDNN) against f64, whose gradients gradcheck verifies.
   void expect_f32_gradients_match_f64(const Config& c) const;

@@ -79,6 +79,28 @@ TEST_P(DeviceSemantics, ToDtypeConverts) {
   EXPECT_EQ(tensor<int64_t>({0, 5}, {}, device()).to(DType::Bool).to_vector<bool>(), (std::vector<bool>{false, true}));
 }
 
+TEST_P(DeviceSemantics, ToDeviceAndDtypeInOneCall) {
+  const Tensor t = tensor<float>({1.5f, -2.0f, 3.25f}, {}, kCPU);
+  const Tensor wide = t.to(device(), DType::F64);
+  EXPECT_EQ(wide.device(), device());
+  EXPECT_EQ(wide.dtype(), DType::F64);
+  EXPECT_EQ(wide.to_vector<double>(), (std::vector<double>{1.5, -2.0, 3.25}));
+  const Tensor narrow = wide.to(kCPU, DType::I32);
+  EXPECT_EQ(narrow.device(), kCPU);
+  EXPECT_EQ(narrow.to_vector<int32_t>(), (std::vector<int32_t>{1, -2, 3}));
+  // Nothing to do: the tensor itself.
+  EXPECT_TRUE(t.to(kCPU, DType::F32).is_same(t));
+}
+
+TEST_P(DeviceSemantics, ToDeviceAndDtypeCarriesTheGradientBack) {
+  Tensor t = tensor<float>({1, 2}, {}, kCPU);
+  t.requires_grad_();
+  sum(t.to(device(), DType::F64) * 3.0).backward();
+  EXPECT_EQ(t.grad().dtype(), DType::F32);
+  EXPECT_EQ(t.grad().device(), kCPU);
+  EXPECT_EQ(t.grad().to_vector<float>(), (std::vector<float>{3, 3}));
+}
+
 TEST_P(DeviceSemantics, ItemAndToVectorReadValuesOnTheHost) {
   EXPECT_EQ(scalar_tensor(2.5, device()).item<float>(), 2.5f);
   const Tensor one = tensor<int64_t>({42}, {}, device());

@@ -51,7 +51,9 @@ TEST_P(Indexing, OutOfRangeIndexIsADeviceAssertNamingTheValue) {
   EXPECT_NE(message.find("[0, 4)"), std::string::npos) << message;
   EXPECT_NE(message.find("indexing.cpp"), std::string::npos) << message;
   // On the CPU the op that launched the kernel reports it: there is nothing for STRATA_LAUNCH_BLOCKING to move.
-  if (device().is_cpu()) EXPECT_EQ(message.find("STRATA_LAUNCH_BLOCKING"), std::string::npos) << message;
+  if (device().is_cpu()) {
+    EXPECT_EQ(message.find("STRATA_LAUNCH_BLOCKING"), std::string::npos) << message;
+  }
   // Reported once: the slot is clear again and later work runs normally.
   synchronize(device());
   EXPECT_EQ(index_select(a, 0, tensor<int64_t>({3}, {}, device())).numel(), 5);

@@ -22,6 +22,6 @@ from strata.nn.layers import (  # noqa: F401
     Softmax,
     Tanh,
 )
-from strata.nn import functional  # noqa: F401
+from strata.nn import functional, utils  # noqa: F401
 
 Dense = Linear

@@ -142,21 +142,22 @@ class LogSoftmax(Softmax):
 
 
 class CrossEntropyLoss(Module):
-    def __init__(self, reduction="mean", label_smoothing=0.0):
+    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__()
-        self.reduction, self.label_smoothing = reduction, label_smoothing
+        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target, reduction=self.reduction, label_smoothing=self.label_smoothing)
+        return F.cross_entropy(input, target, reduction=self.reduction, label_smoothing=self.label_smoothing,
+                               ignore_index=self.ignore_index)
 
 
 class NLLLoss(Module):
-    def __init__(self, reduction="mean"):
+    def __init__(self, ignore_index=-100, reduction="mean"):
         super().__init__()
-        self.reduction = reduction
+        self.ignore_index, self.reduction = ignore_index, reduction
 
     def forward(self, input, target):
-        return F.nll_loss(input, target, reduction=self.reduction)
+        return F.nll_loss(input, target, reduction=self.reduction, ignore_index=self.ignore_index)
 
 
 class MSELoss(Module):

@@ -1,0 +1,92 @@
+"""The measurements of bench/compare-pytorch-python/run: per-op overhead of a tiny add from Python (strata and
+torch), and an epoch of the reference network driven from Python against strata-train's, in alternating rounds."""
+import argparse
+import json
+import statistics
+import subprocess
+import time
+import timeit
+
+import strata
+from strata import nn
+from strata.nn import functional as F
+
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def add_overhead_us(lib, number):
+    """Microseconds per `a + b` on two 1-element f32 CPU tensors, the best of 5 repeats (the least disturbed)."""
+    a, b = lib.ones(1), lib.ones(1)
+    best = min(timeit.repeat(lambda: a + b, number=number, repeat=5))
+    return best / number * 1e6
+
+
+def python_epoch_seconds(train_images):
+    """The training loop of strata-train's reference recipe from Python, with strata-train's per-step bookkeeping
+    (loss and correct counts summed on the device); returns its seconds and the test accuracy."""
+    strata.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+    optimizer = strata.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    train_set = strata.data.FashionMNIST(DATA, train=True)
+    if train_images:
+        train_set = strata.data.TensorDataset(train_set.data[:train_images], train_set.targets[:train_images])
+    loader = strata.data.DataLoader(train_set, batch_size=64, shuffle=True, prefetch=2)
+    loss_sum, correct = strata.zeros(()), strata.zeros((), dtype=strata.int64)
+    model.train()
+    start = time.perf_counter()
+    for images, labels in loader:
+        logits = model(images.unsqueeze(1))
+        loss = F.cross_entropy(logits, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        with strata.no_grad():
+            loss_sum += loss * labels.shape[0]
+            correct += (logits.argmax(1) == labels).sum()
+    loss_sum.item()
+    return time.perf_counter() - start
+
+
+def strata_train_seconds(binary, train_images):
+    args = [binary, "--epochs", "1", "--device", "cpu", "--json", "--test-images", "1000"]
+    if train_images:
+        args += ["--train-images", str(train_images)]
+    out = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+    return out["epoch_reports"][0]["seconds"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--strata-train", required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="6400 training images, fewer adds")
+    args = parser.parse_args()
+    import torch
+
+    number = 20_000 if args.quick else 200_000
+    train_images = 6400 if args.quick else 0
+    rows = {"add: strata": [], "add: torch": [], "epoch: Python": [], "epoch: strata-train": []}
+    for r in range(args.rounds):
+        rows["add: strata"].append(add_overhead_us(strata, number))
+        rows["add: torch"].append(add_overhead_us(torch, number))
+        # Alternate which epoch goes first, so that neither always meets a warmer (or busier) machine.
+        first, second = ("Python", "strata-train") if r % 2 == 0 else ("strata-train", "Python")
+        for side in (first, second):
+            seconds = (python_epoch_seconds(train_images) if side == "Python"
+                       else strata_train_seconds(args.strata_train, train_images))
+            rows[f"epoch: {side}"].append(seconds)
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    print(f"torch {torch.__version__}, strata {strata.__version__}, {args.rounds} rounds (medians)")
+    print(f"{'measure':<22}{'strata':>12}{'other':>12}{'ratio':>8}")
+    print(f"{'tiny add, us/op':<22}{med['add: strata']:>12.3f}{med['add: torch']:>12.3f}"
+          f"{med['add: strata'] / med['add: torch']:>8.2f}   (other: torch)")
+    print(f"{'epoch, s':<22}{med['epoch: Python']:>12.2f}{med['epoch: strata-train']:>12.2f}"
+          f"{med['epoch: Python'] / med['epoch: strata-train']:>8.2f}   (strata from Python / strata-train)")
+    print(json.dumps({k: [round(x, 4) for x in v] for k, v in rows.items()}))
+
+
+if __name__ == "__main__":
+    main()
