@@ -157,22 +157,13 @@ void register_layers(py::module_& nn_) {
   nn_.def(
       "to_in_place",
       [](Tensor t, std::optional<Device> device, std::optional<DType> dtype) {
-        // What Module::to does to each tensor: the handle keeps its identity, so optimizers and layers holding it
-        // follow.
+        // What Module::to does to each tensor (Python's Module holds its tensors itself).
         NoGradGuard no_grad;
         auto convert = [&](const Tensor& x) {
           Tensor y = device ? x.to(*device) : x;
           return dtype && is_floating(y.dtype()) ? y.to(*dtype) : y;
         };
-        without_gil([&] {
-          Tensor moved = convert(t);
-          if (!moved.is_same(t)) t.set_data(moved);
-          Tensor g = t.grad();
-          if (g.defined()) {
-            Tensor moved_grad = convert(g);
-            if (!moved_grad.is_same(g)) g.set_data(moved_grad);
-          }
-        });
+        without_gil([&] { nn::convert_in_place(t, convert); });
       },
       py::arg("tensor"), py::arg("device") = py::none(), py::arg("dtype") = py::none());
 }

@@ -161,44 +161,6 @@ struct UnaryStrided {
   }
 };
 
-template <typename Out, typename A, typename B, typename F>
-struct BinaryContiguous {
-  Out* out;
-  const A* a;
-  const B* b;
-  F f;
-  STRATA_HOST_DEVICE void operator()(int64_t i) const { out[i] = f(a[i], b[i]); }
-};
-
-template <typename Out, typename A, typename B, typename F>
-struct BinaryStrided {
-  Out* out;
-  const A* a;
-  const B* b;
-  OffsetCalculator<3> calc;
-  F f;
-  STRATA_HOST_DEVICE void operator()(int64_t i) const {
-    int64_t o[3];
-    calc.offsets(i, o);
-    out[o[0]] = f(a[o[1]], b[o[2]]);
-  }
-};
-
-template <typename Out, typename C, typename A, typename B, typename F>
-struct TernaryStrided {
-  Out* out;
-  const C* c;
-  const A* a;
-  const B* b;
-  OffsetCalculator<4> calc;
-  F f;
-  STRATA_HOST_DEVICE void operator()(int64_t i) const {
-    int64_t o[4];
-    calc.offsets(i, o);
-    out[o[0]] = f(c[o[1]], a[o[2]], b[o[3]]);
-  }
-};
-
 template <typename Out, typename In>
 struct ConvertOp {
   STRATA_HOST_DEVICE Out operator()(In x) const { return convert<Out>(x); }
@@ -235,29 +197,6 @@ void unary(const LaunchSite& site, const TensorView& out, const TensorView& in, 
     forall(site, out.numel(),
            detail::UnaryStrided<Out, In, F>{out.ptr<Out>(), in.ptr<In>(), make_offset_calculator(views), f});
   }
-}
-
-/// out[i] = f(a[i], b[i]) over out's shape.
-template <typename Out, typename A, typename B, typename F>
-void binary(const LaunchSite& site, const TensorView& out, const TensorView& a, const TensorView& b, F f) {
-  const TensorView* views[3] = {&out, &a, &b};
-  if (all_contiguous(views)) {
-    forall(site, out.numel(), detail::BinaryContiguous<Out, A, B, F>{out.ptr<Out>(), a.ptr<A>(), b.ptr<B>(), f});
-  } else {
-    forall(site, out.numel(),
-           detail::BinaryStrided<Out, A, B, F>{out.ptr<Out>(), a.ptr<A>(), b.ptr<B>(), make_offset_calculator(views),
-                                               f});
-  }
-}
-
-/// out[i] = f(c[i], a[i], b[i]) over out's shape (where, clamp with tensor bounds).
-template <typename Out, typename C, typename A, typename B, typename F>
-void ternary(const LaunchSite& site, const TensorView& out, const TensorView& c, const TensorView& a,
-             const TensorView& b, F f) {
-  const TensorView* views[4] = {&out, &c, &a, &b};
-  forall(site, out.numel(),
-         detail::TernaryStrided<Out, C, A, B, F>{out.ptr<Out>(), c.ptr<C>(), a.ptr<A>(), b.ptr<B>(),
-                                                 make_offset_calculator(views), f});
 }
 
 /// Strided copy with conversion, out and in of one shape.

@@ -230,11 +230,7 @@ void Module::load_state_dict(const StateDict& dict, bool strict) {
   }
 }
 
-namespace {
-
-// Replaces t's data (and its gradient's) by convert(t), keeping every handle's identity.
-template <typename F>
-void convert_in_place(Tensor t, F&& convert) {
+void convert_in_place(Tensor t, const std::function<Tensor(const Tensor&)>& convert) {
   Tensor moved = convert(t);
   if (!moved.is_same(t)) t.set_data(moved);
   Tensor g = t.grad();
@@ -243,8 +239,6 @@ void convert_in_place(Tensor t, F&& convert) {
     if (!moved_grad.is_same(g)) g.set_data(moved_grad);
   }
 }
-
-}  // namespace
 
 Module& Module::to(Device device) {
   NoGradGuard no_grad;

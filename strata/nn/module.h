@@ -3,6 +3,7 @@
 // Modules: trees of named parameters, buffers and child modules (PyTorch's nn.Module, LibTorch's torch::nn::Module).
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,6 +41,10 @@ class StateDict {
 /// A node of a model: its own parameters and buffers, and child modules, each under a name, in registration order.
 /// Parameter and buffer tensors are handles: Module::to moves them in place (Tensor::set_data), so a handle kept
 /// elsewhere (a layer's `weight` member, an optimizer) sees the moved data (see docs/architecture.md, Copies).
+/// What Module::to does to each parameter and buffer: replaces t's data, and its gradient's, by what `convert` makes
+/// of them, keeping every handle's identity (optimizers and layers holding the tensor follow).
+void convert_in_place(Tensor t, const std::function<Tensor(const Tensor&)>& convert);
+
 class Module {
  public:
   /// `type_name` is the class name shown in errors ("Linear").

@@ -263,40 +263,6 @@ class Module:
         return head + "\n" + "\n".join(lines) + "\n)"
 
 
-class Sequential(Module):
-    """Modules applied in order, registered as "0", "1", ... (so parameters read "0.weight")."""
-
-    def __init__(self, *modules):
-        super().__init__()
-        if len(modules) == 1 and isinstance(modules[0], dict):
-            for name, m in modules[0].items():
-                self.add_module(name, m)
-        else:
-            for i, m in enumerate(modules):
-                self.add_module(str(i), m)
-
-    def append(self, module):
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def __getitem__(self, index):
-        items = list(self._modules.values())
-        if isinstance(index, slice):
-            return Sequential(*items[index])
-        return items[index]
-
-    def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
-        return x
-
-
 class ModuleList(Module):
     """A list of modules whose parameters the owner registers."""
 
@@ -317,3 +283,26 @@ class ModuleList(Module):
 
     def __getitem__(self, index):
         return list(self._modules.values())[index]
+
+
+class Sequential(ModuleList):
+    """Modules applied in order, registered as "0", "1", ... (so parameters read "0.weight"); or from a dict, by
+    name."""
+
+    def __init__(self, *modules):
+        if len(modules) == 1 and isinstance(modules[0], dict):
+            super().__init__()
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            super().__init__(modules)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Sequential(*list(self._modules.values())[index])
+        return super().__getitem__(index)
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
