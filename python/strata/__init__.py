@@ -5,8 +5,14 @@
     y = (x + 1).cpu().numpy()                # an explicit, counted copy; numpy() shares the CPU tensor's memory
 """
 import builtins as _builtins
+import os as _os
 
-import numpy as _np
+# How long OpenMP's threads spin between regions, read by libgomp when it loads (Note [How long OpenMP spins] in
+# strata/runtime/parallel.cpp): set before NumPy or the extension can load it, unless the user chose.
+if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
+    _os.environ["GOMP_SPINCOUNT"] = "10000"
+
+import numpy as _np  # noqa: E402
 
 from strata import _C
 

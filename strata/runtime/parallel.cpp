@@ -1,13 +1,10 @@
 #include "strata/runtime/parallel.h"
 
 #include <omp.h>
-#include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -37,40 +34,12 @@ int default_threads() {
   return std::max(1, omp_get_num_procs());
 }
 
-// Note [OpenMP threads that sleep]
-// After every OpenMP region, and at every barrier, libgomp's threads spin for ~300,000 iterations (milliseconds)
-// before they sleep, unless OMP_WAIT_POLICY or GOMP_SPINCOUNT say otherwise; both are read once, when libgomp
-// loads, before any code of ours runs. oneDNN's GEMMs and primitives are OpenMP
-// regions. On a machine whose cores other processes keep busy, the spinning thread is the one the scheduler takes
-// off its core, and the next oneDNN call waits in its barrier for that thread's next time slice; on an idle
-// machine, the spinning thread takes the core from one of our helpers. libgomp spins only ~100 iterations while it
-// manages more threads than there are CPUs (the GOMP_SPINCOUNT entry of its manual). So, unless the user set
-// either variable, libstrata opens one OpenMP region of CPUs + 1 threads on a thread of its own and never ends it:
-// those threads sleep in the region for the life of the process, never take a core or a signal, and every other
-// OpenMP wait stays short.
-void keep_openmp_waits_short() {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  const int team = omp_get_num_procs() + 1;
-  std::thread([team] {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, nullptr);  // its OpenMP threads inherit the mask
-#pragma omp parallel num_threads(team)
-    {
-      if (omp_get_thread_num() == 0) {
-        for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
-      }
-    }
-  }).detach();
-}
-
 int& thread_count() {
   static int n = [] {
     const int d = default_threads();
     // Note [One CPU thread pool]. First: OpenBLAS's OpenMP build passes its count on to omp_set_num_threads.
     if (openblas_set_num_threads != nullptr) openblas_set_num_threads(1);
     omp_set_num_threads(d);
-    keep_openmp_waits_short();
     return d;
   }();
   return n;
@@ -86,13 +55,6 @@ void set_num_threads(int n) {
   omp_set_num_threads(n);
 }
 
-namespace {
-
-// Settled when libstrata loads, not at the first call of ours: oneDNN's first GEMM may come before any of them,
-// and would meet libgomp's long spins (Note [OpenMP threads that sleep]).
-[[maybe_unused]] const int kThreadsAtLoad = num_threads();
-
-}  // namespace
 
 // Note [Sharing the cores between devices]
 // Several host threads may run CPU work at once: one per virtual CPU device (Note [Virtual CPU devices]), a data
@@ -131,11 +93,26 @@ class RegionShare {
 
 int fair_share_of_threads() { return share_with(threads_in_regions().load()); }
 
+// Note [How long OpenMP spins]
+// oneDNN's GEMMs and convolutions are OpenMP regions. After each region, and at each barrier, libgomp's threads spin
+// before they sleep: 300,000 iterations by default, milliseconds. On an idle machine the next region then starts at
+// once; on a machine whose cores other processes keep busy, the spinning thread is the one the scheduler takes off
+// its core, and the next region waits in its barrier for that thread's next time slice (an epoch ran 5.5x slower
+// with one busy process per core; docs/benchmarks.md, "Under contention"). Sleeping at once
+// (OMP_WAIT_POLICY=passive) makes every region pay a wake-up instead (the D2L exercise, 1000 small products, 4x
+// slower idle); GOMP_SPINCOUNT=10000 kept the idle figures and met the 3x target busy. libgomp reads both only when
+// it loads, before any code of libstrata runs (it is a dependency), and a library cannot change them afterwards:
+// a region of more threads than CPUs, kept open for good, does shorten every spin (libgomp throttles then), but it
+// also cost the idle D2L exercise 5x, and a function in a program's .preinit_array runs before libc has set up the
+// environment it would write to. So libstrata leaves libgomp's setting alone: `import strata` sets
+// GOMP_SPINCOUNT=10000 before anything loads libgomp (unless the user chose), and for C++ programs the README
+// says to set it on a machine shared with other work.
+
 // Note [Chunks that the caller claims too]
 // parallel_for runs on a pool of our own, not in an OpenMP region. When the process does not get every core (other
 // busy processes, more host threads than cores), any thread of a region may be descheduled for a whole time slice
 // of a few milliseconds, and an OpenMP region's closing barrier waits for every team member, even one that never
-// ran a line of the region (and, by default, one that spun through its slice: Note [OpenMP threads that sleep]).
+// ran a line of the region (and, by default, one that spun through its slice: Note [How long OpenMP spins]).
 // Hence:
 // - [0, n) is cut into a few chunks per thread (each at least `grain` elements), and the caller and the helpers
 //   claim them one at a time from an atomic counter. A helper that is late claims nothing, and its share is done

@@ -9,11 +9,11 @@ namespace strata {
 // All CPU work is sized by one count, num_threads(), and no library brings a pool that fights ours over the cores
 // (on 2-core machines that fight costs 40% of a training epoch). parallel_for runs on helper threads of our own
 // (Note [Chunks that the caller claims too] in parallel.cpp); oneDNN runs on OpenMP's threads, set to the same
-// count, between our regions, and on one thread inside them; OpenMP's threads sleep rather than spin between its
-// regions (Note [OpenMP threads that sleep] in parallel.cpp). OpenBLAS runs one thread per call: libstrata links
-// Debian's OpenMP build of OpenBLAS where installed, whose threads would be OpenMP's, and tells any build to use
-// one thread. (The pthread build's threads still spin for ~0.1 s after it is loaded, stalling each of our parallel
-// regions by ~8 ms meanwhile: strata/CMakeLists.txt.)
+// count, between our regions, and on one thread inside them; how long OpenMP's threads spin between its regions
+// is libgomp's to decide (Note [How long OpenMP spins] in parallel.cpp). OpenBLAS runs one thread per call:
+// libstrata links Debian's OpenMP build of OpenBLAS where installed, whose threads would be OpenMP's, and tells any
+// build to use one thread. (The pthread build's threads still spin for ~0.1 s after it is loaded, stalling each of
+// our parallel regions by ~8 ms meanwhile: strata/CMakeLists.txt.)
 
 /// Threads used for CPU work; defaults to OMP_NUM_THREADS when set, else every core the process may run on.
 int num_threads();
