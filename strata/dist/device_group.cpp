@@ -158,7 +158,7 @@ class DeviceGroup final : public ProcessGroup {
 
   std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op) override {
     check_tensor("all_reduce", tensor);
-    check_reducible("all_reduce", tensor, op);
+    detail::check_reducible("all_reduce", tensor, op);
     return enqueue(detail::Kind::AllReduce, tensor, op, 0, {tensor},
                    [tensor, op](DeviceCommunicator& c, NativeStream s) {
                      c.all_reduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), tensor.dtype(), op, s);
@@ -189,7 +189,7 @@ class DeviceGroup final : public ProcessGroup {
     detail::check_gathered("reduce_scatter", input, output, size());
     check_tensor("reduce_scatter", input);
     check_tensor("reduce_scatter", output);
-    check_reducible("reduce_scatter", output, op);
+    detail::check_reducible("reduce_scatter", output, op);
     return enqueue(detail::Kind::ReduceScatter, output, op, 0, {input, output},
                    [input, output, op](DeviceCommunicator& c, NativeStream s) {
                      c.reduce_scatter(input.data_ptr(), output.data_ptr(), output.numel(), output.dtype(), op, s);
@@ -225,12 +225,6 @@ class DeviceGroup final : public ProcessGroup {
                  "{}: the tensor must be contiguous (call .contiguous() and pass the result)", op);
     STRATA_CHECK(library_->supports(t.dtype()), DTypeError, "{}: {} does not move {} tensors", op, library_->name(),
                  t.dtype());
-  }
-
-  static void check_reducible(const char* op, const Tensor& t, ReduceOp reduce) {
-    STRATA_CHECK(t.dtype() != DType::Bool, DTypeError, "{}: bool tensors cannot be reduced", op);
-    STRATA_CHECK(reduce != ReduceOp::Avg || is_floating(t.dtype()), DTypeError,
-                 "{}: avg needs a floating dtype, not {}", op, t.dtype());
   }
 
   std::shared_ptr<Work> enqueue(detail::Kind kind, const Tensor& described, ReduceOp op, int root,
@@ -313,10 +307,8 @@ class DeviceGroup final : public ProcessGroup {
     std::erase_if(in_flight_, [](const InFlight& f) { return f.work->is_completed(); });
     for (const InFlight& f : in_flight_) {
       if (now - f.since > options_.timeout) {
-        fail_all(std::make_exception_ptr(CollectiveTimeoutError(fmt::format(
-            "{} did not finish within {} s; another rank may have died, or issued other collectives in another "
-            "order (STRATA_DIST_TIMEOUT sets the timeout in seconds)",
-            f.work->what(), std::chrono::duration<double>(options_.timeout).count()))));
+        fail_all(std::make_exception_ptr(
+            CollectiveTimeoutError(detail::timeout_message(f.work->what(), options_.timeout))));
         return;
       }
     }
@@ -400,7 +392,7 @@ bool staging_forced() {
 class WorldGroup final : public ProcessGroup {
  public:
   WorldGroup(std::shared_ptr<ProcessGroup> host, const ProcessGroupOptions& options)
-      : host_(std::move(host)), options_(options) {}
+      : host_(std::move(host)), options_(options), stage_device_tensors_(staging_forced()) {}
 
   int rank() const override { return host_->rank(); }
   int size() const override { return host_->size(); }
@@ -427,7 +419,7 @@ class WorldGroup final : public ProcessGroup {
 
  private:
   ProcessGroup& group_for(const Tensor& t) {
-    if (!t.defined() || t.device().is_cpu() || staging_forced()) return *host_;
+    if (!t.defined() || t.device().is_cpu() || stage_device_tensors_) return *host_;
     const DeviceType type = t.device().type();
     if (collective_library(type) == nullptr) return *host_;
     std::lock_guard lock(mutex_);
@@ -448,7 +440,8 @@ class WorldGroup final : public ProcessGroup {
 
   std::shared_ptr<ProcessGroup> host_;
   ProcessGroupOptions options_;
-  mutable std::mutex mutex_;  // guards device_groups_
+  bool stage_device_tensors_;  // STRATA_DIST_STAGE_DEVICE_TENSORS=1 when the world was made
+  mutable std::mutex mutex_;   // guards device_groups_
   std::map<DeviceType, std::shared_ptr<ProcessGroup>> device_groups_;
 };
 

@@ -101,10 +101,7 @@ class MpiWork final : public Work {
     std::unique_lock lock(mutex_);
     if (!done_.wait_for(lock, timeout_, [this] { return finished_; })) {
       broken_->store(true);
-      STRATA_THROW(CollectiveTimeoutError,
-                   "{} did not finish within {} s; another rank may have died, or issued other collectives in another "
-                   "order (STRATA_DIST_TIMEOUT sets the timeout in seconds)",
-                   what_, std::chrono::duration<double>(timeout_).count());
+      throw CollectiveTimeoutError(detail::timeout_message(what_, timeout_));
     }
     if (error_) std::rethrow_exception(error_);
     if (after_) {
@@ -204,7 +201,7 @@ class MpiGroup final : public ProcessGroup {
 
   std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op) override {
     STRATA_CHECK(tensor.defined(), InvalidArgumentError, "all_reduce: the tensor is undefined");
-    check_reducible("all_reduce", tensor, op);
+    detail::check_reducible("all_reduce", tensor, op);
     auto staged = std::make_shared<Staged>(stage("all_reduce", tensor));
     return enqueue(Kind::AllReduce, tensor, op, 0, staged, [this, staged, op] {
       Tensor& h = staged->host;
@@ -240,7 +237,7 @@ class MpiGroup final : public ProcessGroup {
 
   std::shared_ptr<Work> reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op) override {
     detail::check_gathered("reduce_scatter", input, output, size_);
-    check_reducible("reduce_scatter", output, op);
+    detail::check_reducible("reduce_scatter", output, op);
     auto in = std::make_shared<Staged>(stage("reduce_scatter", input));
     auto out = std::make_shared<Staged>(stage("reduce_scatter", output));
     return enqueue(Kind::ReduceScatter, output, op, 0, out, [this, in, out, op] {
@@ -263,12 +260,6 @@ class MpiGroup final : public ProcessGroup {
     std::function<void()> run;
     std::shared_ptr<MpiWork> work;
   };
-
-  void check_reducible(const char* op, const Tensor& t, ReduceOp reduce) const {
-    STRATA_CHECK(t.dtype() != DType::Bool, DTypeError, "{}: bool tensors cannot be reduced", op);
-    STRATA_CHECK(reduce != ReduceOp::Avg || is_floating(t.dtype()), DTypeError,
-                 "{}: avg needs a floating dtype, not {}", op, t.dtype());
-  }
 
   std::shared_ptr<Work> enqueue(Kind kind, const Tensor& described, ReduceOp op, int root,
                                 std::shared_ptr<Staged> result, std::function<void()> run) {

@@ -96,6 +96,18 @@ void detail::check_gathered(const char* op, const Tensor& big, const Tensor& sma
                op, world_size, small.shape(), small.dtype(), small.device(), big.shape(), big.dtype(), big.device());
 }
 
+void detail::check_reducible(const char* op, const Tensor& t, ReduceOp reduce) {
+  STRATA_CHECK(t.dtype() != DType::Bool, DTypeError, "{}: bool tensors cannot be reduced", op);
+  STRATA_CHECK(reduce != ReduceOp::Avg || is_floating(t.dtype()), DTypeError, "{}: avg needs a floating dtype, not {}",
+               op, t.dtype());
+}
+
+std::string detail::timeout_message(const std::string& what, std::chrono::milliseconds timeout) {
+  return fmt::format("{} did not finish within {} s; another rank may have died, or issued other collectives in "
+                     "another order (STRATA_DIST_TIMEOUT sets the timeout in seconds)",
+                     what, std::chrono::duration<double>(timeout).count());
+}
+
 std::shared_ptr<ProcessGroup> make_local_group() { return std::make_shared<LocalGroup>(); }
 
 LaunchInfo launch_info() {

@@ -65,6 +65,11 @@ namespace detail {
 /// The shapes all_gather and reduce_scatter take, for every backend: `big` is [world_size, *small.shape], of small's
 /// dtype and device; ShapeError (or InvalidArgumentError for an undefined tensor) otherwise.
 void check_gathered(const char* op, const Tensor& big, const Tensor& small, int world_size);
+/// What every backend can reduce: not bool, and avg only for floating dtypes (DTypeError otherwise).
+void check_reducible(const char* op, const Tensor& t, ReduceOp reduce);
+/// The message of the CollectiveTimeoutError for `what` ("all_reduce of [4] f32 (sum) on rank 0 of 2") not finished
+/// within `timeout`, the same for every backend.
+std::string timeout_message(const std::string& what, std::chrono::milliseconds timeout);
 }  // namespace detail
 
 /// A world of one: every collective is the identity (Avg too) and completes at once. What a program gets without a
