@@ -11,13 +11,17 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "install_consumer: $*" >&2; exit 1; }
 
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
+cmake --install "$build" --prefix "$work/prefix" >"$work/install.log" 2>&1 ||
+  fail "cmake --install failed:"$'\n'"$(cat "$work/install.log")"
 [ -f "$work/prefix/include/strata/strata.h" ] || fail "include/strata/strata.h was not installed"
 # Only the installed prefix may be found: the build tree's package files are not on CMake's search path.
+# Their output is kept and shown only when they fail: ninja prints a compiler's errors on stdout.
 cmake -S "$source/examples/consumer" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
-  -DCMAKE_CXX_FLAGS="$cxx_flags" -DCMAKE_EXE_LINKER_FLAGS="$linker_flags" >/dev/null
-cmake --build "$work/build" >/dev/null
+  -DCMAKE_CXX_FLAGS="$cxx_flags" -DCMAKE_EXE_LINKER_FLAGS="$linker_flags" >"$work/configure.log" 2>&1 ||
+  fail "configuring examples/consumer failed:"$'\n'"$(cat "$work/configure.log")"
+cmake --build "$work/build" >"$work/build.log" 2>&1 ||
+  fail "building examples/consumer failed:"$'\n'"$(cat "$work/build.log")"
 
 output=$("$work/build/consumer") || fail "consumer exited non-zero; it printed:"$'\n'"$output"
 echo "$output"

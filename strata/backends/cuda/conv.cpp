@@ -222,6 +222,12 @@ struct Conv {
 // ask again for what failed. When no candidate runs, the error says why: an OutOfMemoryError if any candidate
 // lacked workspace (memory is what a user can change), else the last refusal. Benchmarking (cudnnFind*) would pick
 // faster algorithms for some shapes at the price of running every candidate once; it is a possible refinement.
+// Only deterministic algorithms are candidates while cuDNN offers one: some backward passes (the filter's ALGO_0
+// and ALGO_3, the data's ALGO_0) add partial sums with atomics, whose order changes from run to run, and then two
+// runs of the same training differ in the last bits and strata-train's resume no longer equals the uninterrupted
+// run (tests/tools/train_test.cpp, on cuda:0). PyTorch makes the same choice only under
+// torch.backends.cudnn.deterministic; Strata makes it always, as its CPU results reproduce too. A shape for which
+// cuDNN offers only non-deterministic algorithms still runs, with them.
 struct Algorithm {
   int algo = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
@@ -242,7 +248,7 @@ std::vector<Algorithm> candidates(Conv& c, cudnnDataType_t type, bool allow_tf32
   int count = 0;
   STRATA_CUDNN_CHECK(query(kMaxAlgorithms, &count, perf.data()), c.op);
   const bool tensor_ops_ok = type != CUDNN_DATA_FLOAT || allow_tf32;
-  std::vector<Algorithm> found;
+  std::vector<Algorithm> found, nondeterministic;
   for (int i = 0; i < count; ++i) {
     const Perf& candidate = perf[static_cast<std::size_t>(i)];
     if (candidate.status != CUDNN_STATUS_SUCCESS) continue;
@@ -250,8 +256,10 @@ std::vector<Algorithm> candidates(Conv& c, cudnnDataType_t type, bool allow_tf32
     // The math type is written back to the descriptor before the call, and for f32 on sm_80+ CUDNN_DEFAULT_MATH
     // lets cuDNN use TF32 tensor cores: without TF32 allowed, an algorithm offered with it runs with FMA math.
     const cudnnMathType_t math = tensor_ops_ok ? candidate.mathType : CUDNN_FMA_MATH;
-    found.push_back({static_cast<int>(candidate.algo), math, candidate.memory});
+    (candidate.determinism == CUDNN_DETERMINISTIC ? found : nondeterministic)
+        .push_back({static_cast<int>(candidate.algo), math, candidate.memory});
   }
+  if (found.empty()) found = std::move(nondeterministic);
   STRATA_CHECK(!found.empty(), BackendError, "{}: cuDNN offers no convolution algorithm for this shape and dtype",
                c.op);
   return found;
