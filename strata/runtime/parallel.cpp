@@ -2,6 +2,7 @@
 
 #include <omp.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -105,8 +106,9 @@ int fair_share_of_threads() { return share_with(threads_in_regions().load()); }
 // a region of more threads than CPUs, kept open for good, does shorten every spin (libgomp throttles then), but it
 // also cost the idle D2L exercise 5x, and a function in a program's .preinit_array runs before libc has set up the
 // environment it would write to. So libstrata leaves libgomp's setting alone: `import strata` sets
-// GOMP_SPINCOUNT=10000 before anything loads libgomp (unless the user chose), and for C++ programs the README
-// says to set it on a machine shared with other work.
+// GOMP_SPINCOUNT=10000 before anything loads libgomp (unless the user chose); strata-train and strata-bench start
+// again with it set (restart_with_short_openmp_spin: an exec, a few milliseconds once); and for other C++ programs
+// the README says to set it, or to call that function first in main, on a machine shared with other work.
 
 // Note [Chunks that the caller claims too]
 // parallel_for runs on a pool of our own, not in an OpenMP region. When the process does not get every core (other
@@ -272,6 +274,14 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     helper_pool().run(region, threads - 1);
   }
   if (region->error) std::rethrow_exception(region->error);
+}
+
+void restart_with_short_openmp_spin(char** argv) {
+  if (std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  if (setenv("GOMP_SPINCOUNT", "10000", 0) != 0) return;
+  execv("/proc/self/exe", argv);
+  // Only a failed exec gets here: this process keeps libgomp's default, and its children need not differ from it.
+  unsetenv("GOMP_SPINCOUNT");
 }
 
 }  // namespace strata

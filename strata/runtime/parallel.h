@@ -35,4 +35,10 @@ bool in_parallel_region();
 /// The threads of the region whose chunk the calling thread runs (its share of the pool), 1 outside a region.
 int threads_in_this_region();
 
+/// For a program's main(), before anything else: when neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY is set, sets
+/// GOMP_SPINCOUNT=10000 and executes the program again (/proc/self/exe with the same argv), since libgomp reads it
+/// only when it loads (Note [How long OpenMP spins] in parallel.cpp). Returns when either is set already, or when
+/// the exec fails, which leaves the program running with libgomp's default.
+void restart_with_short_openmp_spin(char** argv);
+
 }  // namespace strata

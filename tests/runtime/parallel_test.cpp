@@ -2,9 +2,13 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <string>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -193,6 +197,51 @@ TEST(ChunksThatTheCallerClaimsToo, ARegionCompletesWhileEveryHelperIsBlocked) {
   EXPECT_EQ(team, 2) << "the second host thread's share of the pool";
   EXPECT_FALSE(elsewhere) << "every helper was blocked, so the caller ran every chunk";
   for (int i = 0; i < 100; ++i) EXPECT_EQ(runs[static_cast<std::size_t>(i)], 1) << "element " << i;
+}
+
+// A program that calls restart_with_short_openmp_spin first in main runs again with GOMP_SPINCOUNT=10000: a forked
+// child of this test binary calls it with an argv that runs only the test below, which passes only when the variable
+// reached it.
+TEST(RestartWithShortOpenMpSpin, ExecsTheProgramAgainWithTheVariableSet) {
+  const pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    unsetenv("GOMP_SPINCOUNT");
+    unsetenv("OMP_WAIT_POLICY");
+    setenv("STRATA_TEST_RESTARTED", "1", 1);
+    std::string self = "/proc/self/exe", filter = "--gtest_filter=RestartWithShortOpenMpSpin.TheRestartedProgramSeesIt";
+    char* args[] = {self.data(), filter.data(), nullptr};
+    restart_with_short_openmp_spin(args);
+    _exit(99);  // the exec failed
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "99: the exec failed; 1: the restarted program did not see GOMP_SPINCOUNT";
+}
+
+TEST(RestartWithShortOpenMpSpin, TheRestartedProgramSeesIt) {
+  if (std::getenv("STRATA_TEST_RESTARTED") == nullptr) GTEST_SKIP() << "the restarted child of the test above";
+  ASSERT_NE(std::getenv("GOMP_SPINCOUNT"), nullptr);
+  EXPECT_STREQ(std::getenv("GOMP_SPINCOUNT"), "10000");
+}
+
+// A choice the user made is kept, and the program is not executed again.
+TEST(RestartWithShortOpenMpSpin, ReturnsWhenTheUserChose) {
+  for (const char* variable : {"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"}) {
+    const char* before = std::getenv(variable);
+    const std::string kept = before ? before : "";
+    setenv(variable, "passive", 1);
+    std::string self = "/bin/false";
+    char* args[] = {self.data(), nullptr};
+    restart_with_short_openmp_spin(args);  // would replace this process if it executed
+    EXPECT_STREQ(std::getenv(variable), "passive");
+    if (before != nullptr) {
+      setenv(variable, kept.c_str(), 1);
+    } else {
+      unsetenv(variable);
+    }
+  }
 }
 
 }  // namespace

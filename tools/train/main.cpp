@@ -17,6 +17,7 @@
 #include "strata/core/error.h"
 #include "strata/data/fashion_mnist.h"
 #include "strata/runtime/cuda.h"
+#include "strata/runtime/parallel.h"
 #include "tools/tool_output.h"
 #include "trainer.h"
 
@@ -135,6 +136,7 @@ nlohmann::json to_json(const train::EpochReport& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  strata::restart_with_short_openmp_spin(argv);
   CLI::App app{"strata-train: trains the reference CNN on Fashion-MNIST"};
   train::TrainOptions options;
   std::string device = "best";
