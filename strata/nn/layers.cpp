@@ -74,25 +74,27 @@ const std::shared_ptr<Layer>& Sequential::operator[](std::size_t i) const {
   return layers_[i];
 }
 
-// Note [Conv2d + ReLU in a Sequential]
-// A Conv2d directly followed by a ReLU runs as one fused convolution (conv2d_relu: oneDNN's ReLU post-op on the
-// CPU, cuDNN's fused bias + activation on the GPU): the same values and gradients, without the separate ReLU pass
-// over the output and the tensor it would allocate. When a MaxPool2d follows the ReLU, the three run as
-// convolution, pooling, ReLU instead: the ReLU is monotonic, so the maximum of its values over a window is its
-// value at the window's maximum, and the gradient reaches the same input element behind the same sign test (a
-// window whose maximum is <= 0 passes no gradient either way). The ReLU's backward mask, a pass over the whole
-// convolution output and its gradient in the fused form, then runs on the pooled quarter of them (2x2 pooling):
-// three fewer passes over the reference network's largest tensor ([64, 32, 28, 28]) per step. On the noisy 2-core
-// build machine that was within its noise: `strata-train --device cpu --epochs 1 --train-images 12800` 1.03x the
-// fused form's time (median of 5 runs in turns), train_step_bench's BM_Step 8.1/9.8/9.5 ms against 8.9/9.5/10.8 in
-// turns. Layers called one by one (model[i](x)) are not rearranged, nor are subclasses (they may override forward).
+// Note [Fusing a Sequential's layers]
+// With fuse() on, a Conv2d directly followed by a ReLU runs as one fused convolution (conv2d_relu: oneDNN's ReLU
+// post-op on the CPU, cuDNN's fused bias + activation on the GPU): the same values and gradients, without the
+// separate ReLU pass over the output and the tensor it would allocate. When a MaxPool2d follows the ReLU, the three
+// run as convolution, pooling, ReLU instead: the ReLU is monotonic, so the maximum of its values over a window is
+// its value at the window's maximum, and the gradient reaches the same input element behind the same sign test (a
+// window whose maximum is <= 0 passes no gradient either way). The ReLU's backward mask then runs on the pooled
+// quarter of the convolution output (2x2 pooling): three fewer passes over the reference network's largest tensor
+// per step (docs/benchmarks.md, "Measurements behind the CPU decisions"). It is a switch, off by default, rather
+// than a rewrite Sequential does on its own: a user's list of layers runs as written unless they ask, and a printed
+// autograd graph (grad_fn names) shows the ops of the list. Layers are matched by exact type, so a subclass (which
+// may override forward) is never fused, and layers called one by one (model[i](x)) are not rearranged.
 Tensor Sequential::forward(const Tensor& input) {
   const auto is = [this](std::size_t i, const std::type_info& type) {
     return i < layers_.size() && typeid(*layers_[i]) == type;
   };
   Tensor x = input;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    if (is(i, typeid(Conv2d)) && is(i + 1, typeid(ReLU)) && is(i + 2, typeid(MaxPool2d))) {
+    if (!fuse_) {
+      x = (*layers_[i])(x);
+    } else if (is(i, typeid(Conv2d)) && is(i + 1, typeid(ReLU)) && is(i + 2, typeid(MaxPool2d))) {
       x = relu((*layers_[i + 2])((*layers_[i])(x)));
       i += 2;
     } else if (is(i, typeid(Conv2d)) && is(i + 1, typeid(ReLU))) {

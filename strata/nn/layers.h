@@ -113,7 +113,8 @@ class Conv2d : public Layer {
   void reset_parameters();
   Tensor forward(const Tensor& input) override;
   /// relu(forward(input)) as one fused convolution (functional::conv2d_relu), checking the input's device as
-  /// operator() does. Sequential calls it for a Conv2d followed by a ReLU (Note [Conv2d + ReLU in a Sequential]).
+  /// operator() does. A fused Sequential calls it for a Conv2d followed by a ReLU (Note [Fusing a Sequential's
+  /// layers]).
   Tensor call_with_relu(const Tensor& input);
 
   Conv2dOptions options;
@@ -251,10 +252,21 @@ class Sequential : public Layer {
   auto begin() const { return layers_.begin(); }
   auto end() const { return layers_.end(); }
 
+  /// Turns fusion on or off (off by default, so that a list of layers runs as written): a Conv2d followed by a ReLU
+  /// then runs as one fused convolution, and a Conv2d, ReLU, MaxPool2d as convolution, pooling, ReLU, with the same
+  /// values and gradients and fewer passes over memory (Note [Fusing a Sequential's layers] in layers.cpp).
+  /// strata-train's network turns it on.
+  Sequential& fuse(bool on = true) {
+    fuse_ = on;
+    return *this;
+  }
+  bool fused() const { return fuse_; }
+
   Tensor forward(const Tensor& input) override;
 
  private:
   std::vector<std::shared_ptr<Layer>> layers_;
+  bool fuse_ = false;
 };
 
 }  // namespace strata::nn

@@ -143,7 +143,12 @@ TEST_P(LayersDnnOnDevice, SequentialFusesAConv2dFollowedByAReLU) {
   nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(2, 3, 3).padding(1).device(device())), nn::ReLU());
   Tensor x = randn({2, 2, 5, 5}).to(device());
   x.requires_grad_();
+  // As written unless asked: conv2d then relu.
+  EXPECT_FALSE(net.fused());
+  EXPECT_EQ(net(x).grad_fn_name(), "relu");
   // Fused: one conv2d_relu node instead of conv2d then relu.
+  net.fuse();
+  EXPECT_TRUE(net.fused());
   const Tensor fused = net(x);
   EXPECT_EQ(fused.grad_fn_name(), "conv2d_relu");
   sum(fused * fused).backward();
@@ -168,7 +173,9 @@ TEST_P(LayersDnnOnDevice, SequentialPoolsBeforeTheReLUOfAConv2dReLUMaxPool2d) {
   nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(2, 3, 3).padding(1).device(device())), nn::ReLU(), nn::MaxPool2d(2));
   Tensor x = randn({2, 2, 6, 6}).to(device());
   x.requires_grad_();
-  // Rearranged: convolution, pooling, then the ReLU (Note [Conv2d + ReLU in a Sequential]).
+  EXPECT_EQ(net(x).grad_fn_name(), "max_pool2d") << "not fused: the layers as written";
+  net.fuse();
+  // Rearranged: convolution, pooling, then the ReLU (Note [Fusing a Sequential's layers]).
   const Tensor pooled_first = net(x);
   EXPECT_EQ(pooled_first.grad_fn_name(), "relu");
   const std::vector<float> out = values(pooled_first);
