@@ -110,7 +110,10 @@ void register_layers(py::module_& nn_) {
            }),
            py::arg("in_channels"), py::arg("out_channels"), py::arg("kernel_size"), py::arg("stride") = 1,
            py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("groups") = 1, py::arg("bias") = true,
-           py::arg("dtype") = py::none(), py::arg("device") = py::none());
+           py::arg("dtype") = py::none(), py::arg("device") = py::none())
+      .def(
+          "call_with_relu", [](Conv2d& c, const Tensor& x) { return without_gil([&] { return c.call_with_relu(x); }); },
+          py::arg("input"), "relu(conv(input)) as one fused convolution (a fused Sequential's Conv2d + ReLU)");
   auto pool = [](py::object kernel, py::object stride, py::object padding) {
     Pool2dOptions o(to_pair(kernel));
     if (!stride.is_none()) o.stride(to_pair(stride));

@@ -73,6 +73,29 @@ def test_sequential_and_layers_shapes():
     assert len(model) == 7 and isinstance(model[0], nn.Conv2d)
 
 
+def test_a_fused_sequential_gives_the_values_and_gradients_of_the_layers_as_written():
+    strata.manual_seed(2)
+    model = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(3, 4, 3, padding=1),
+                          nn.ReLU())
+    x = strata.randn(2, 2, 6, 6)
+
+    def run():
+        model.zero_grad()
+        out = model(x)
+        (out * out).sum().backward()
+        return out, [p.grad.flatten().tolist() for p in model.parameters()]
+
+    assert not model.fused
+    plain, plain_grads = run()
+    assert plain.grad_fn == "relu"
+    assert model.fuse() is model and model.fused
+    fused, fused_grads = run()
+    assert fused.grad_fn == "conv2d_relu"  # the last Conv2d + ReLU ran as one op
+    assert fused.flatten().tolist() == pytest.approx(plain.flatten().tolist(), abs=1e-5)
+    for a, b in zip(fused_grads, plain_grads):
+        assert a == pytest.approx(b, abs=1e-4)
+
+
 def test_module_to_moves_in_place_so_the_optimizer_follows(device):
     model = nn.Linear(2, 2)
     opt = strata.optim.SGD(model.parameters(), lr=0.5)

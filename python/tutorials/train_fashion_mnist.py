@@ -17,7 +17,7 @@ strata.manual_seed(0)  # strata-train's default seed: the same initial weights
 model = nn.Sequential(
     nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
     nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-    nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10)).to(device)
+    nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10)).fuse().to(device)  # as strata-train's
 optimizer = strata.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 train = strata.data.DataLoader(strata.data.FashionMNIST(args.data, train=True), batch_size=64, shuffle=True,
                                prefetch=2, device=device)

@@ -302,7 +302,37 @@ class Sequential(ModuleList):
             return Sequential(*list(self._modules.values())[index])
         return super().__getitem__(index)
 
+    def fuse(self, on=True):
+        """Runs a Conv2d followed by a ReLU as one fused convolution, and a Conv2d, ReLU, MaxPool2d as convolution,
+        pooling, ReLU: the same values and gradients, fewer passes over memory. Off by default, so that the layers
+        run as written. The same rule as C++'s Sequential::fuse (Note [Fusing a Sequential's layers] in
+        strata/nn/layers.cpp), applied here because a Python Sequential runs its children itself."""
+        object.__setattr__(self, "_fuse", bool(on))
+        return self
+
+    @property
+    def fused(self):
+        return getattr(self, "_fuse", False)
+
     def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
+        if not self.fused:
+            for m in self._modules.values():
+                x = m(x)
+            return x
+        from strata.nn.layers import Conv2d, MaxPool2d, ReLU  # layers imports this module
+
+        mods = list(self._modules.values())
+        i = 0
+        while i < len(mods):
+            # Exact types, as in C++: a subclass may override forward, and is never fused.
+            if type(mods[i]) is Conv2d and i + 1 < len(mods) and type(mods[i + 1]) is ReLU:
+                if i + 2 < len(mods) and type(mods[i + 2]) is MaxPool2d:
+                    x = strata.relu(mods[i + 2](mods[i](x)))
+                    i += 3
+                else:
+                    x = mods[i]._cpp.call_with_relu(x)
+                    i += 2
+            else:
+                x = mods[i](x)
+                i += 1
         return x
