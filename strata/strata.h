@@ -4,8 +4,8 @@
 // Each layer lists its public headers below; a new layer (nn/, optim/, dist/, ...) adds its headers here.
 // Left out on purpose: the portable kernel API (strata/kernels/*.h, runtime/kernel_assert.h), which files that
 // write kernels include themselves, and internal headers that only the library and backends use (core/macros.h,
-// core/tensor_view.h, runtime/plugin.h, runtime/memory_report.h, ops/*, backends/*, tensor/op_call.h,
-// tensor/grad_hook.h, tensor/autograd_support.h, data/sampling.h, io/file.h).
+// core/tensor_view.h, runtime/plugin.h, runtime/memory_report.h, ops/* but ops/op_support.h, backends/*,
+// tensor/op_call.h, tensor/grad_hook.h, tensor/autograd_support.h, data/sampling.h, io/file.h).
 
 // core
 #include "strata/core/device.h"
@@ -27,6 +27,9 @@
 #include "strata/runtime/registry.h"
 #include "strata/runtime/stream.h"
 #include "strata/runtime/transfer.h"
+
+// ops: only the query of what a device type supports
+#include "strata/ops/op_support.h"
 
 // tensor
 #include "strata/tensor/factories.h"

@@ -5,15 +5,35 @@
 #include <mutex>
 #include <string>
 
-namespace strata::ops::detail {
+#include "strata/ops/op_support.h"
+#include "strata/runtime/registry.h"
+
+namespace strata::ops {
+
+namespace detail {
+
+std::atomic<bool> counting_kernel_calls{false};
+
+namespace {
+
+struct Table {
+  std::mutex mutex;
+  std::map<std::string, std::unique_ptr<KernelEntry>, std::less<>> entries;
+};
+
+Table& table() {
+  static Table t;
+  return t;
+}
+
+}  // namespace
 
 KernelEntry& kernel_entry(std::string_view op, const std::type_info& signature) {
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<KernelEntry>, std::less<>> entries;
-  std::lock_guard lock(mutex);
-  auto it = entries.find(op);
-  if (it == entries.end()) {
-    it = entries.emplace(std::string(op), std::make_unique<KernelEntry>()).first;
+  auto& t = table();
+  std::lock_guard lock(t.mutex);
+  auto it = t.entries.find(op);
+  if (it == t.entries.end()) {
+    it = t.entries.emplace(std::string(op), std::make_unique<KernelEntry>()).first;
     it->second->signature = &signature;
   }
   STRATA_CHECK(*it->second->signature == signature, Error,
@@ -21,4 +41,77 @@ KernelEntry& kernel_entry(std::string_view op, const std::type_info& signature) 
   return *it->second;
 }
 
-}  // namespace strata::ops::detail
+namespace {
+
+// The entry of `op`, or InvalidArgumentError naming the op and listing the known ones.
+const KernelEntry& known_entry(std::string_view op, const char* caller) {
+  auto& t = table();
+  std::lock_guard lock(t.mutex);
+  const auto it = t.entries.find(op);
+  if (it != t.entries.end()) return *it->second;
+  std::vector<std::string_view> names;
+  for (const auto& [name, entry] : t.entries) names.push_back(name);
+  STRATA_THROW(InvalidArgumentError, "{}: the op table has no op named '{}' (its ops are: {})", caller, op,
+               fmt::join(names, ", "));
+}
+
+}  // namespace
+
+}  // namespace detail
+
+std::vector<KernelTableRow> kernel_table() {
+  auto& t = detail::table();
+  std::lock_guard lock(t.mutex);
+  std::vector<KernelTableRow> rows;
+  rows.reserve(t.entries.size());
+  for (const auto& [name, entry] : t.entries) {
+    KernelTableRow row;
+    row.op = name;
+    for (int i = 0; i < kDeviceTypeCount; ++i) {
+      row.registered[i] = entry->fns[i].load(std::memory_order_acquire) != nullptr;
+      const std::uint32_t bits = entry->dtypes[i].load();
+      if (row.registered[i] && bits != detail::kDTypesUnlisted) row.dtypes[i] = DTypeSet::from_bits(bits);
+      row.calls[i] = entry->calls[i].load(std::memory_order_relaxed);
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+void set_kernel_call_counting(bool on) { detail::counting_kernel_calls.store(on); }
+
+void reset_kernel_call_counts() {
+  auto& t = detail::table();
+  std::lock_guard lock(t.mutex);
+  for (auto& [name, entry] : t.entries) {
+    for (auto& count : entry->calls) count.store(0);
+  }
+}
+
+}  // namespace strata::ops
+
+namespace strata {
+
+bool supports(DeviceType type, std::string_view op) {
+  // A device type's column fills when its backend loads: asking about CUDA loads the plugin, as using it would, and
+  // before the name is looked up, since an op may be registered by the plugin alone.
+  (void)find_backend(type);
+  const auto& entry = ops::detail::known_entry(op, "supports");
+  return entry.fns[static_cast<int>(type)].load(std::memory_order_acquire) != nullptr;
+}
+
+bool supports(DeviceType type, std::string_view op, DType dtype) {
+  if (!supports(type, op)) return false;
+  const auto& entry = ops::detail::known_entry(op, "supports");
+  const std::uint32_t bits = entry.dtypes[static_cast<int>(type)].load();
+  // No dtype list: the kernel exists, and the table cannot say more (Note [What the op table knows about dtypes]).
+  return bits == ops::detail::kDTypesUnlisted || ops::DTypeSet::from_bits(bits).contains(dtype);
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (auto& row : ops::kernel_table()) names.push_back(std::move(row.op));
+  return names;
+}
+
+}  // namespace strata

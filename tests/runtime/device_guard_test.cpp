@@ -37,26 +37,13 @@ class StandInCudaBackend final : public Backend {
     log_->current = index;
   }
 
+  // The rest of what every backend must provide; the optional capabilities keep their throwing defaults.
   DeviceProperties properties(int) const override { unused(); }
   MemoryInfo memory_info(int) const override { unused(); }
   void* raw_allocate(int, std::size_t) override { unused(); }
   void raw_free(int, void*, std::size_t) override { unused(); }
-  void* allocate_pinned(std::size_t) override { unused(); }
-  void free_pinned(void*) override { unused(); }
   void copy(void*, Device, const void*, Device, std::size_t, NativeStream, bool) override { unused(); }
-  NativeStream create_stream(int) override { unused(); }
-  void destroy_stream(int, NativeStream) override { unused(); }
-  void synchronize_stream(int, NativeStream) override { unused(); }
-  bool query_stream(int, NativeStream) override { unused(); }
-  NativeEvent create_event(int) override { unused(); }
-  void destroy_event(int, NativeEvent) override { unused(); }
-  void record_event(int, NativeEvent, NativeStream) override { unused(); }
-  void wait_event(int, NativeStream, NativeEvent) override { unused(); }
-  void synchronize_event(int, NativeEvent) override { unused(); }
-  bool query_event(int, NativeEvent) override { unused(); }
-  float elapsed_ms(int, NativeEvent, NativeEvent) override { unused(); }
   void synchronize_device(int) override { unused(); }
-  bool can_access_peer(int, int) const override { unused(); }
 
  private:
   [[noreturn]] static void unused() {

@@ -106,7 +106,11 @@ class CpuBackend final : public Backend {
     if (bytes != 0) std::memcpy(dst, src, bytes);
   }
 
-  // CPU streams only need distinct identities (the allocator keys its pools on them).
+  // The CPU implements every optional capability but device selection (Note [Required and optional backend
+  // capabilities]). Where an override below does nothing, that is the semantics, not a gap: CPU work is
+  // synchronous (a kernel has finished when its launch returns), so there is nothing to wait for or to query.
+
+  // CPU streams only need distinct identities (the allocator keys its pools on them); there is nothing to destroy.
   NativeStream create_stream(int) override {
     return reinterpret_cast<NativeStream>(next_stream_.fetch_add(1) * kAlignment);  // NOLINT
   }
@@ -114,6 +118,7 @@ class CpuBackend final : public Backend {
   void synchronize_stream(int, NativeStream) override {}
   bool query_stream(int, NativeStream) override { return true; }
 
+  // Events hold the host time at which they were recorded, which is when the work before them finished.
   NativeEvent create_event(int) override { return std::make_unique<CpuEvent>().release(); }
   void destroy_event(int, NativeEvent event) override { std::unique_ptr<CpuEvent>(static_cast<CpuEvent*>(event)); }
   void record_event(int, NativeEvent event, NativeStream) override {
@@ -128,8 +133,11 @@ class CpuBackend final : public Backend {
   }
 
   void synchronize_device(int) override {}
+  // A CPU device always has an index ("cpu" is cpu:0), so resolve() never needs a current CPU device; this answers
+  // for "cpu". set_current_device is left to the default, which throws: it used to be a no-op, which let a caller
+  // believe it had made cpu:1 current while current_device() still said 0.
   int current_device() const override { return 0; }
-  void set_current_device(int) override {}
+  // Virtual CPU devices share one address space: each reaches every other's memory (Note [Virtual CPU devices]).
   bool can_access_peer(int, int) const override { return true; }
 
  private:

@@ -13,6 +13,10 @@ inline kernels::LaunchSite site_of(const ops::OpCall& call, const char* kernel) 
   return {call.device, call.stream, kernel, call.op, call.where};
 }
 
+/// Copy and fill dispatch over every dtype (kernels::dispatch), on both sides of a copy: the list their
+/// registrations give the op table.
+inline constexpr ops::DTypeSet kCopyFillDTypes = ops::DTypeSet::all();
+
 template <typename Out>
 struct CopyInto {
   template <typename In>

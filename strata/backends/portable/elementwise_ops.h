@@ -477,62 +477,73 @@ inline void where_kernel(const ops::OpCall& call, const TensorView& out, const T
 // step of a CUDA build (7 minutes). The CUDA backend compiles each family in its own .cu file, so a parallel build
 // runs them side by side; the CPU backend registers all of them from one file.
 
+/// The dtypes Op<T>::kSupported admits, which are those the kernel's dispatch runs rather than rejects: the list
+/// each registration below gives the op table (Note [What the op table knows about dtypes] in ops/kernel_table.h).
+template <template <typename> class Op, typename... T>
+constexpr ops::DTypeSet supported_dtypes_of() {
+  return ops::DTypeSet::from_bits(((Op<T>::kSupported ? 1u << static_cast<int>(dtype_of<T>) : 0u) | ...));
+}
+template <template <typename> class Op>
+constexpr ops::DTypeSet supported_dtypes() {
+  return supported_dtypes_of<Op, bool, std::uint8_t, std::int32_t, std::int64_t, Half, BFloat16, float, double>();
+}
+
 /// add, mul, div, pow, maximum, minimum and relu_backward.
 inline void register_arithmetic_kernels(DeviceType type) {
   using ops::register_kernel;
-  register_kernel<ops::AddFn>("add", type, add_kernel);
-  register_kernel<ops::BinaryFn>("mul", type, Binary<MulOp>::kernel);
-  register_kernel<ops::BinaryFn>("div", type, Binary<DivOp>::kernel);
-  register_kernel<ops::BinaryFn>("pow", type, Binary<PowOp>::kernel);
-  register_kernel<ops::BinaryFn>("maximum", type, Binary<MaxOp>::kernel);
-  register_kernel<ops::BinaryFn>("relu_backward", type, Binary<ReluGradOp>::kernel);
-  register_kernel<ops::BinaryFn>("minimum", type, Binary<MinOp>::kernel);
+  register_kernel<ops::AddFn>("add", type, add_kernel, supported_dtypes<AddOp>());
+  register_kernel<ops::BinaryFn>("mul", type, Binary<MulOp>::kernel, supported_dtypes<MulOp>());
+  register_kernel<ops::BinaryFn>("div", type, Binary<DivOp>::kernel, supported_dtypes<DivOp>());
+  register_kernel<ops::BinaryFn>("pow", type, Binary<PowOp>::kernel, supported_dtypes<PowOp>());
+  register_kernel<ops::BinaryFn>("maximum", type, Binary<MaxOp>::kernel, supported_dtypes<MaxOp>());
+  register_kernel<ops::BinaryFn>("relu_backward", type, Binary<ReluGradOp>::kernel, supported_dtypes<ReluGradOp>());
+  register_kernel<ops::BinaryFn>("minimum", type, Binary<MinOp>::kernel, supported_dtypes<MinOp>());
 }
 
 /// Comparisons and logical ops (bool results), and where.
 inline void register_comparison_kernels(DeviceType type) {
   using ops::register_kernel;
-  register_kernel<ops::BinaryFn>("eq", type, Binary<EqOp>::kernel);
-  register_kernel<ops::BinaryFn>("ne", type, Binary<NeOp>::kernel);
-  register_kernel<ops::BinaryFn>("lt", type, Binary<LtOp>::kernel);
-  register_kernel<ops::BinaryFn>("le", type, Binary<LeOp>::kernel);
-  register_kernel<ops::BinaryFn>("logical_and", type, Binary<AndOp>::kernel);
-  register_kernel<ops::BinaryFn>("logical_or", type, Binary<OrOp>::kernel);
-  register_kernel<ops::BinaryFn>("logical_xor", type, Binary<XorOp>::kernel);
-  register_kernel<ops::UnaryFn>("logical_not", type, Unary<NotOp>::kernel);
-  register_kernel<ops::WhereFn>("where", type, where_kernel);
+  register_kernel<ops::BinaryFn>("eq", type, Binary<EqOp>::kernel, supported_dtypes<EqOp>());
+  register_kernel<ops::BinaryFn>("ne", type, Binary<NeOp>::kernel, supported_dtypes<NeOp>());
+  register_kernel<ops::BinaryFn>("lt", type, Binary<LtOp>::kernel, supported_dtypes<LtOp>());
+  register_kernel<ops::BinaryFn>("le", type, Binary<LeOp>::kernel, supported_dtypes<LeOp>());
+  register_kernel<ops::BinaryFn>("logical_and", type, Binary<AndOp>::kernel, supported_dtypes<AndOp>());
+  register_kernel<ops::BinaryFn>("logical_or", type, Binary<OrOp>::kernel, supported_dtypes<OrOp>());
+  register_kernel<ops::BinaryFn>("logical_xor", type, Binary<XorOp>::kernel, supported_dtypes<XorOp>());
+  register_kernel<ops::UnaryFn>("logical_not", type, Unary<NotOp>::kernel, supported_dtypes<NotOp>());
+  register_kernel<ops::WhereFn>("where", type, where_kernel, ops::DTypeSet::all());
 }
 
 /// Ops of a tensor and a scalar.
 inline void register_scalar_kernels(DeviceType type) {
   using ops::register_kernel;
-  register_kernel<ops::ScalarFn>("add_scalar", type, WithScalar<AddOp, false>::kernel);
-  register_kernel<ops::ScalarFn>("rsub_scalar", type, WithScalar<SubOp, true>::kernel);
-  register_kernel<ops::ScalarFn>("mul_scalar", type, WithScalar<MulOp, false>::kernel);
-  register_kernel<ops::ScalarFn>("div_scalar", type, WithScalar<DivOp, false>::kernel);
-  register_kernel<ops::ScalarFn>("rdiv_scalar", type, WithScalar<DivOp, true>::kernel);
-  register_kernel<ops::ScalarFn>("pow_scalar", type, pow_scalar_kernel);
+  register_kernel<ops::ScalarFn>("add_scalar", type, WithScalar<AddOp, false>::kernel, supported_dtypes<AddOp>());
+  register_kernel<ops::ScalarFn>("rsub_scalar", type, WithScalar<SubOp, true>::kernel, supported_dtypes<SubOp>());
+  register_kernel<ops::ScalarFn>("mul_scalar", type, WithScalar<MulOp, false>::kernel, supported_dtypes<MulOp>());
+  register_kernel<ops::ScalarFn>("div_scalar", type, WithScalar<DivOp, false>::kernel, supported_dtypes<DivOp>());
+  register_kernel<ops::ScalarFn>("rdiv_scalar", type, WithScalar<DivOp, true>::kernel, supported_dtypes<DivOp>());
+  register_kernel<ops::ScalarFn>("pow_scalar", type, pow_scalar_kernel, supported_dtypes<PowOp>());
 }
 
 /// neg, abs, exp, log, sqrt and rsqrt.
 inline void register_unary_math_kernels(DeviceType type) {
   using ops::register_kernel;
-  register_kernel<ops::UnaryFn>("neg", type, Unary<NegOp>::kernel);
-  register_kernel<ops::UnaryFn>("abs", type, Unary<AbsOp>::kernel);
-  register_kernel<ops::UnaryFn>("exp", type, Unary<ExpOp>::kernel);
-  register_kernel<ops::UnaryFn>("log", type, Unary<LogOp>::kernel);
-  register_kernel<ops::UnaryFn>("sqrt", type, Unary<SqrtOp>::kernel);
-  register_kernel<ops::UnaryFn>("rsqrt", type, Unary<RsqrtOp>::kernel);
+  register_kernel<ops::UnaryFn>("neg", type, Unary<NegOp>::kernel, supported_dtypes<NegOp>());
+  register_kernel<ops::UnaryFn>("abs", type, Unary<AbsOp>::kernel, supported_dtypes<AbsOp>());
+  register_kernel<ops::UnaryFn>("exp", type, Unary<ExpOp>::kernel, supported_dtypes<ExpOp>());
+  register_kernel<ops::UnaryFn>("log", type, Unary<LogOp>::kernel, supported_dtypes<LogOp>());
+  register_kernel<ops::UnaryFn>("sqrt", type, Unary<SqrtOp>::kernel, supported_dtypes<SqrtOp>());
+  register_kernel<ops::UnaryFn>("rsqrt", type, Unary<RsqrtOp>::kernel, supported_dtypes<RsqrtOp>());
 }
 
 /// Activations and clamp.
 inline void register_activation_kernels(DeviceType type) {
   using ops::register_kernel;
-  register_kernel<ops::UnaryFn>("tanh", type, Unary<TanhOp>::kernel);
-  register_kernel<ops::UnaryFn>("sigmoid", type, Unary<SigmoidOp>::kernel);
-  register_kernel<ops::UnaryFn>("relu", type, Unary<ReluOp>::kernel);
-  register_kernel<ops::UnaryFn>("gelu", type, Unary<GeluOp>::kernel);
-  register_kernel<ops::ClampFn>("clamp", type, clamp_kernel);
+  register_kernel<ops::UnaryFn>("tanh", type, Unary<TanhOp>::kernel, supported_dtypes<TanhOp>());
+  register_kernel<ops::UnaryFn>("sigmoid", type, Unary<SigmoidOp>::kernel, supported_dtypes<SigmoidOp>());
+  register_kernel<ops::UnaryFn>("relu", type, Unary<ReluOp>::kernel, supported_dtypes<ReluOp>());
+  register_kernel<ops::UnaryFn>("gelu", type, Unary<GeluOp>::kernel, supported_dtypes<GeluOp>());
+  register_kernel<ops::ClampFn>("clamp", type, clamp_kernel, supported_dtypes<ClampOp>());
 }
 
 /// Every family above (Note [Elementwise families]).

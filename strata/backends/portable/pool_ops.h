@@ -286,7 +286,10 @@ void for_planes(const kernels::LaunchSite& site, int64_t n, int64_t planes, cons
 #endif
 }
 
-/// Calls Visitor<T>::run(args...) for the floating dtypes pooling supports.
+/// The dtypes dispatch_floating handles, which the pooling registrations give the op table.
+inline constexpr ops::DTypeSet kPoolDTypes = ops::DTypeSet::floating();
+
+/// Calls Visitor<T>::run(args...) for the floating dtypes pooling supports (kPoolDTypes).
 template <template <typename> class Visitor, typename... Args>
 void dispatch_floating(const ops::OpCall& call, DType dtype, Args&&... args) {
   switch (dtype) {
@@ -372,13 +375,13 @@ inline void adaptive_avg_pool2d_backward_kernel(const ops::OpCall& call, const T
 /// Fills the pooling rows of the op table for one device type (called once by each backend).
 inline void register_pool_kernels(DeviceType type) {
   using ops::register_kernel;
-  register_kernel<ops::MaxPool2dFn>("max_pool2d", type, max_pool2d_kernel);
-  register_kernel<ops::MaxPool2dBackwardFn>("max_pool2d_backward", type, max_pool2d_backward_kernel);
-  register_kernel<ops::AvgPool2dFn>("avg_pool2d", type, avg_pool2d_kernel);
-  register_kernel<ops::AvgPool2dBackwardFn>("avg_pool2d_backward", type, avg_pool2d_backward_kernel);
-  register_kernel<ops::AdaptiveAvgPool2dFn>("adaptive_avg_pool2d", type, adaptive_avg_pool2d_kernel);
+  register_kernel<ops::MaxPool2dFn>("max_pool2d", type, max_pool2d_kernel, kPoolDTypes);
+  register_kernel<ops::MaxPool2dBackwardFn>("max_pool2d_backward", type, max_pool2d_backward_kernel, kPoolDTypes);
+  register_kernel<ops::AvgPool2dFn>("avg_pool2d", type, avg_pool2d_kernel, kPoolDTypes);
+  register_kernel<ops::AvgPool2dBackwardFn>("avg_pool2d_backward", type, avg_pool2d_backward_kernel, kPoolDTypes);
+  register_kernel<ops::AdaptiveAvgPool2dFn>("adaptive_avg_pool2d", type, adaptive_avg_pool2d_kernel, kPoolDTypes);
   register_kernel<ops::AdaptiveAvgPool2dBackwardFn>("adaptive_avg_pool2d_backward", type,
-                                                    adaptive_avg_pool2d_backward_kernel);
+                                                    adaptive_avg_pool2d_backward_kernel, kPoolDTypes);
 }
 
 }  // inline namespace STRATA_KERNEL_NS

@@ -1,0 +1,119 @@
+#pragma once
+
+// The cross-device cases: every op on a device, compared with the CPU on the same inputs (ggml's test-backend-ops
+// idea). Shared by the CrossDevice suite (cross_device_test.cpp) and by the op-coverage test
+// (op_coverage_test.cpp), which runs them again while the op table counts the kernels they reach.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "strata/nn/functional.h"
+#include "strata/tensor/factories.h"
+#include "strata/tensor/functions.h"
+
+namespace strata::testing {
+
+struct OpCase {
+  std::string name;
+  std::function<Tensor(const std::vector<Tensor>&)> run;
+};
+
+/// Every case; a new op adds one here (docs/architecture.md, "How to add an op").
+inline std::vector<OpCase> op_cases() {
+  using V = const std::vector<Tensor>&;
+  const auto idx = [](V x) { return x[3]; };
+  return {
+      {"add", [](V x) { return add(x[0], x[1], 0.5); }},
+      {"sub_broadcast", [](V x) { return sub(x[0], x[2]); }},
+      {"mul", [](V x) { return mul(x[0], x[1]); }},
+      {"div", [](V x) { return div(x[0], add(abs(x[1]), abs(x[2]) + 1.0)); }},
+      {"pow", [](V x) { return pow(abs(x[0]), 1.5); }},
+      {"unary_chain", [](V x) { return sigmoid(tanh(exp(neg(x[0])))); }},
+      {"log_sqrt_rsqrt", [](V x) { return add(log(abs(x[0]) + 1.0), sqrt(abs(x[1])) * rsqrt(abs(x[1]) + 1.0)); }},
+      {"relu_gelu_clamp", [](V x) { return add(relu(x[0]), clamp(gelu(x[1]), Scalar(-0.5), Scalar(0.5))); }},
+      {"where_compare", [](V x) { return where(gt(x[0], x[1]), x[0], x[1]); }},
+      {"maximum_minimum", [](V x) { return maximum(x[0], minimum(x[1], x[2])); }},
+      {"transposed_input", [](V x) { return (x[0].t() * 2.0).contiguous(); }},
+      {"sum_mean", [](V x) { return add(sum(x[0], {1}), mean(x[1], {1})); }},
+      {"max_min", [](V x) { return sub(max(x[0], {0}), min(x[1], {0})); }},
+      {"argmax", [](V x) { return argmax(x[0], 1).to(DType::F32); }},
+      {"var_norm", [](V x) { return add(var(x[0], {1}), norm(x[1], 2.0, {1})); }},
+      {"logsumexp", [](V x) { return logsumexp(x[0], {1}); }},
+      {"softmax", [](V x) { return softmax(x[0], 1); }},
+      {"log_softmax", [](V x) { return log_softmax(x[1], 0); }},
+      {"matmul", [](V x) { return matmul(x[0], x[1].t()); }},
+      {"addmm", [](V x) { return addmm(x[2].narrow(0, 0, 8), x[0], x[1].t(), 0.5, 2.0); }},
+      {"index_select", [idx](V x) { return index_select(x[0], 0, idx(x)); }},
+      {"gather", [idx](V x) { return gather(x[0], 1, idx(x).reshape({1, 4}).expand({8, 4}).contiguous()); }},
+      {"scatter_add", [idx](V x) {
+         const Tensor index = idx(x).reshape({4, 1}).expand({4, 16}).contiguous();
+         return scatter_add(zeros_like(x[0]), 0, index, x[1].narrow(0, 0, 4).contiguous());
+       }},
+      {"cat_stack", [](V x) { return cat({x[0], stack({x[1].select(0, 0), x[1].select(0, 1)})}, 0); }},
+      {"to_f16_and_back", [](V x) { return x[0].to(DType::F16).to(DType::F32); }},
+      {"compare_logical", [](V x) {
+         const Tensor a = logical_and(le(x[0], x[1]), ne(x[0], x[1]));
+         const Tensor b = logical_xor(eq(x[0], x[0]), logical_or(logical_not(a), eq(x[1], x[2])));
+         return add(a.to(DType::F32), b.to(DType::F32), 2.0);
+       }},
+      {"scalar_on_the_left", [](V x) { return (1.0 - x[0]) + 2.0 / (abs(x[1]) + 1.0) + x[0] / 4.0; }},
+      {"one_hot", [idx](V x) { return one_hot(idx(x), 8).to(DType::F32); }},
+      {"factories", [](V x) {
+         const Device d = x[0].device();
+         const Tensor a = arange(0, 16, 1, TensorOptions().device(d)).to(DType::F32);
+         return add(a + linspace(-1.0, 1.0, 16, TensorOptions().device(d)), eye(16, 16, TensorOptions().device(d)));
+       }},
+      {"pooling", [](V x) {
+         const Tensor in = x[0].reshape({2, 1, 4, 16});
+         const Tensor a = nn::functional::max_pool2d(in, 2).flatten();
+         const Tensor b = nn::functional::avg_pool2d(in, 2).flatten();
+         return cat({a, b, nn::functional::adaptive_avg_pool2d(in, {2, 4}).flatten()}, 0);
+       }},
+      {"pow_tensor", [](V x) { return pow(abs(x[0]) + 0.5, x[1]); }},
+      {"relu_and_pooling_backward", [](V x) {
+         // The gradient of relu and of the three poolings: their backward kernels run on the inputs' device.
+         Tensor in = x[0].reshape({2, 1, 4, 16}).detach();
+         in.requires_grad_();
+         const Tensor pooled = cat({nn::functional::max_pool2d(relu(in), 2).flatten(),
+                                    nn::functional::avg_pool2d(in, 2).flatten(),
+                                    nn::functional::adaptive_avg_pool2d(in, {2, 4}).flatten()}, 0);
+         sum(mul(pooled, pooled), {0}).backward();
+         return in.grad().flatten();
+       }},
+      {"conv2d_and_backward", [](V x) {
+         // The convolution (with its fused ReLU) and its three gradients, on the vendor library where there is one.
+         Tensor in = x[0].reshape({2, 4, 4, 4}).detach(), weight = x[1].reshape({8, 4, 2, 2}).detach();
+         Tensor bias = x[2].narrow(0, 0, 8).detach();
+         for (Tensor* t : {&in, &weight, &bias}) t->requires_grad_();
+         const Tensor out = nn::functional::conv2d(in, weight, bias, 1, 1);
+         const Tensor fused = nn::functional::conv2d_relu(in, weight, bias, 2, 0);
+         sum(mul(out, out)).backward();
+         return cat({out.flatten(), fused.flatten(), in.grad().flatten(), weight.grad().flatten(),
+                     bias.grad().flatten()}, 0);
+       }},
+  };
+}
+
+/// The inputs every case takes: two matrices, a vector that broadcasts against them, and indices.
+inline std::vector<Tensor> cross_device_inputs() {
+  return {randn({8, 16}), randn({8, 16}), randn({16}), tensor<int64_t>({5, 0, 7, 2})};
+}
+
+/// Runs `op` on `host` (CPU) and on `moved` (the same values on `device`) and expects the same values on `device`.
+inline void expect_matches_cpu(const OpCase& op, const std::vector<Tensor>& host, const std::vector<Tensor>& moved,
+                               Device device) {
+  SCOPED_TRACE(op.name);
+  const auto expected = op.run(host).to_vector<float>();
+  const Tensor got_tensor = op.run(moved);
+  EXPECT_EQ(got_tensor.device(), device);
+  const auto got = got_tensor.to_vector<float>();
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], expected[i], 1e-4 + 1e-4 * std::abs(expected[i])) << "element " << i;
+  }
+}
+
+}  // namespace strata::testing
