@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <optional>
 
 #include "strata/core/device.h"
 #include "strata/data/dataset.h"
@@ -35,6 +36,11 @@ struct DataLoaderOptions {
   bool non_blocking = true;
   /// Applied to each batch's data on the host, after u8 data became f32 in [0, 1] (see Note [Batch transforms]).
   Transform transform = nullptr;
+  /// Where u8 data becomes f32 (Note [Where bytes become floats]): true on `device`, after the copy; false on the
+  /// host, before it; unset lets the loader choose: on the device for a device that is not a CPU and no transform,
+  /// else on the host. Both give the same bits. True with a transform is an InvalidArgumentError: transforms take
+  /// f32 host batches.
+  std::optional<bool> convert_on_device = std::nullopt;
 };
 
 /// Counters of one loader, for tuning: how long the consumer waited for batches that were not ready yet.
@@ -106,6 +112,7 @@ class DataLoader {
 
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
+  bool convert_on_device_ = false;  // options_.convert_on_device, resolved
   uint64_t epoch_ = 0;
   int64_t first_batch_ = 0;
   DataLoaderStats stats_;

@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "strata/core/error.h"
 #include "strata/runtime/stream.h"
+#include "strata/runtime/transfer.h"
 #include "strata/tensor/factories.h"
 #include "test_devices.h"
 
@@ -308,6 +311,54 @@ TEST_P(DataLoaderOnDevice, BatchesArriveOnTheDeviceWithTheSameValues) {
     EXPECT_EQ(b.data.to_vector<float>(), expected.at(k++));
   }
   EXPECT_EQ(k, expected.size());
+}
+
+// Note [Where bytes become floats]: u8 batches converted on the device after the copy are bit for bit the ones
+// converted on the host before it, for every byte value, and the copy then moves a quarter of the data's bytes. Left
+// to itself, the loader converts on the device for a GPU and on the host for a CPU device.
+TEST_P(DataLoaderOnDevice, BytesBecomeTheSameFloatsOnTheDeviceAfterAQuarterOfTheCopy) {
+  const Device device = GetParam();
+  const std::optional<bool> modes[] = {false, true, std::nullopt};
+  std::vector<std::vector<uint32_t>> bits[3];
+  int64_t copied[3] = {0, 0, 0};
+  for (int m = 0; m < 3; ++m) {
+    DataLoader loader(numbered(256), {.batch_size = 100, .shuffle = true, .seed = 3, .prefetch = 2,
+                                      .device = device, .convert_on_device = modes[m]});
+    reset_transfer_counters();
+    for (const Batch& b : loader) {
+      ASSERT_EQ(b.data.dtype(), DType::F32);
+      EXPECT_EQ(b.data.device(), device);
+      const std::vector<float> v = b.data.to_vector<float>();
+      std::vector<uint32_t> raw(v.size());
+      std::memcpy(raw.data(), v.data(), v.size() * sizeof(float));
+      bits[m].push_back(raw);
+    }
+    const TransferCounters c = transfer_counters();
+    copied[m] = c.host_to_device_bytes + c.device_to_device_bytes;
+  }
+  ASSERT_EQ(bits[0].size(), 3u);
+  EXPECT_EQ(bits[1], bits[0]);
+  EXPECT_EQ(bits[2], bits[0]);
+  // Every byte value went through both paths: examples 0..255 hold them.
+  std::set<uint32_t> seen;
+  for (const auto& batch : bits[1]) seen.insert(batch.begin(), batch.end());
+  EXPECT_EQ(seen.size(), 256u);
+  if (device != kCPU) {
+    // 256 examples of 4 pixels and an i64 target: 4 + 8 bytes each as bytes, 16 + 8 as floats.
+    EXPECT_EQ(copied[0], 256 * (16 + 8));
+    EXPECT_EQ(copied[1], 256 * (4 + 8));
+    EXPECT_EQ(copied[2], device.is_cpu() ? copied[0] : copied[1]);
+  }
+}
+
+TEST(DataLoader, ATransformKeepsTheConversionOnTheHost) {
+  // Transforms take f32 host batches (Note [Batch transforms]), so they cannot follow a conversion on the device.
+  const data::Transform identity = [](Tensor t) { return t; };
+  EXPECT_THROW(DataLoader(numbered(4), {.transform = identity, .convert_on_device = true}), InvalidArgumentError);
+  DataLoader loader(numbered(4), {.batch_size = 4, .transform = identity, .convert_on_device = false});
+  const Batch b = *loader.begin();
+  EXPECT_EQ(b.data.dtype(), DType::F32);
+  EXPECT_FLOAT_EQ(b.data.to_vector<float>().back(), 3.0f / 255.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, DataLoaderOnDevice, ::testing::ValuesIn(testing::available_devices()),

@@ -52,6 +52,20 @@ TEST(Idx, ReadsAGzipFile) {
   EXPECT_EQ(t.to_vector<uint8_t>(), (std::vector<uint8_t>(values.begin(), values.end())));
 }
 
+TEST(Idx, DataSpanningSeveralReadChunksArrivesWhole) {
+  TempDir dir;
+  // 4.5 MiB: read in chunks of 1, 1, 2 and 0.5 MiB, stitched into one tensor (plain and gzip'd).
+  const std::size_t n = (std::size_t{9} << 20) / 2;
+  const Bytes values = iota_bytes(n);
+  write_file(dir / "big", idx_bytes({static_cast<uint32_t>(n / 512), 512}, values));
+  write_file(dir / "big.gz", gzip(idx_bytes({static_cast<uint32_t>(n / 512), 512}, values)));
+  for (const char* name : {"big", "big.gz"}) {
+    const Tensor t = data::read_idx(dir / name);
+    EXPECT_EQ(t.shape(), (Shape{static_cast<int64_t>(n / 512), 512})) << name;
+    EXPECT_TRUE(t.to_vector<uint8_t>() == std::vector<uint8_t>(values.begin(), values.end())) << name;
+  }
+}
+
 TEST(Idx, ZeroSizedDimensionGivesAnEmptyTensor) {
   TempDir dir;
   write_file(dir / "e", idx_bytes({0, 28, 28}, {}));

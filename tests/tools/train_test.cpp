@@ -348,6 +348,36 @@ TEST(TrainJobCheckpoint, APathThatCannotBeWrittenIsFoundBeforeTraining) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+// Note [The FLOP floor]: a network small enough to count by hand. Per example: the convolution (stride 2, pad 1) makes
+// 2 x 2 x 2 = 8 outputs of 1 x 3 x 3 = 9 multiply-adds, 72; the first Linear 3 x 8 = 24; the second, inside a nested
+// Sequential, 2 x 3 = 6. The convolution is the first layer with parameters, so its input gets no gradient: 2
+// passes, the others 3, at 2 FLOPs per multiply-add.
+TEST(TrainingFlops, CountsEachLayersMultiplyAddsForwardAndBackward) {
+  nn::Sequential net;
+  net.push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 2, 3).stride(2).padding(1)));
+  net.push_back(std::make_shared<nn::ReLU>());
+  net.push_back(std::make_shared<nn::Flatten>());
+  net.push_back(std::make_shared<nn::Linear>(8, 3));
+  auto tail = std::make_shared<nn::Sequential>();
+  tail->push_back(std::make_shared<nn::ReLU>());
+  tail->push_back(std::make_shared<nn::Linear>(3, 2));
+  net.push_back(tail);
+  EXPECT_EQ(train::training_flops_per_example(net, {1, 4, 4}), 2 * (72 * 2 + 24 * 3 + 6 * 3));
+  // Layers without parameters in front change nothing: a Linear after them is still the first with parameters.
+  nn::Sequential mlp;
+  mlp.push_back(std::make_shared<nn::Flatten>());
+  mlp.push_back(std::make_shared<nn::Linear>(6, 4));
+  EXPECT_EQ(train::training_flops_per_example(mlp, {2, 3}), 2 * (24 * 2));
+}
+
+TEST(TrainingFlops, TheReferenceNetworkFromItsLayerSizes) {
+  // conv1: 32 x 28 x 28 outputs of 1 x 9; conv2: 64 x 14 x 14 outputs of 32 x 9; then 3136 -> 128 -> 10.
+  const int64_t conv1 = 32 * 28 * 28 * 9, conv2 = 64 * 14 * 14 * 32 * 9, fc1 = 3136 * 128, fc2 = 128 * 10;
+  EXPECT_EQ(train::training_flops_per_example(*train::reference_network(kCPU), {1, 28, 28}),
+            2 * (2 * conv1 + 3 * (conv2 + fc1 + fc2)));
+  EXPECT_EQ(2 * (2 * conv1 + 3 * (conv2 + fc1 + fc2)), 24'995'328);
+}
+
 TEST(TrainJobOptions, CountsThatWouldOverflowAreRejected) {
   TrainOptions o = small_run(Recipe::Fast, std::numeric_limits<int64_t>::max());
   try {

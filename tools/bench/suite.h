@@ -70,6 +70,13 @@ D2lRun d2l_run(Device device, bool read_each, int products);
 /// images in `data_dir`, on `device`, after a warm-up of 10 steps.
 train::EpochReport timed_epoch(const std::string& data_dir, Device device, int64_t images);
 
+/// The machine's peak f32 arithmetic rate on all of Strata's CPU threads (Note [The machine's peak FMA rate]).
+struct PeakRate {
+  double flops_per_second = 0;
+  std::string how;  // what was timed, in a few words
+};
+PeakRate cpu_peak_rate(bool quick);
+
 /// Median of `repeats` timed calls of fn after `warmup` untimed ones, in seconds.
 double median_seconds(const std::function<void()>& fn, int repeats, int warmup = 1);
 

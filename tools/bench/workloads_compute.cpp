@@ -6,6 +6,9 @@
 #include <thread>
 #include <cstdint>
 #include <vector>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "strata/autograd/grad_mode.h"
 #include "strata/nn/functional.h"
@@ -381,6 +384,123 @@ WorkloadResult conv(const RunOptions& o) {
 }
 
 }  // namespace
+
+// Note [The machine's peak FMA rate]
+// The FLOP floor of an epoch (Note [The FLOP floor] in tools/train/trainer.cpp) divides its arithmetic by the
+// machine's peak f32 rate, so the rate must be the hardware's, not a library's: on x86-64 it is timed with a tight
+// loop of fused multiply-adds on every thread of the pool, each thread running many independent chains of FMAs on
+// full vector registers (enough chains to cover the FMA latency on every FMA pipe, few enough to stay in registers),
+// with AVX-512 and with AVX2, and the faster one counts, as a CPU may run either at its peak (Zen 4 runs AVX-512 on
+// 256-bit units, so both give the same rate there; Intel server cores with two 512-bit FMA units need AVX-512). A
+// large sgemm through the CPU backend's GEMM was the other candidate; it is what the epoch's convolutions actually
+// run on, but it measures a library's efficiency (packing, blocking, 85-95 % of peak), which is part of what the ratio
+// to the floor should show rather than hide. It stays as the fallback where there is no loop for the CPU (other
+// architectures, x86 without FMA), where the rate is then a lower bound of the peak and the floor an upper bound.
+// Each of num_threads() threads (two on an SMT core share its FMA units, which the wall time then shows) runs the
+// same work, started together, and the best of several runs counts: a peak is what the machine can do, and on a
+// shared machine other processes only ever make it look slower.
+namespace {
+
+// Per call: ~0.5-1 ms of work on a current core, so one timed run (32 calls a thread) lasts ~25 ms: long enough for
+// the clock to settle and to span scheduler ticks, short enough that the best of several finds a quiet stretch.
+constexpr int64_t kFmaIterations = 200000;
+
+#if defined(__x86_64__)
+// 16 chains of 16 floats: 16 zmm accumulators and 2 constants of the 32 registers.
+constexpr int kChains512 = 16;
+__attribute__((target("avx512f"))) float fma_chains_avx512(int64_t iterations, float start) {
+  __m512 acc[kChains512];
+  for (int j = 0; j < kChains512; ++j) acc[j] = _mm512_set1_ps(start + static_cast<float>(j));
+  // acc = acc * m + a converges to a / (1 - m) = 1: no overflow, no denormals, nothing to fold away.
+  const __m512 m = _mm512_set1_ps(0.999f), a = _mm512_set1_ps(0.001f);
+  for (int64_t i = 0; i < iterations; ++i) {
+    for (int j = 0; j < kChains512; ++j) acc[j] = _mm512_fmadd_ps(acc[j], m, a);
+  }
+  __m512 total = acc[0];
+  for (int j = 1; j < kChains512; ++j) total = _mm512_add_ps(total, acc[j]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, total);
+  float sum = 0;
+  for (float v : lanes) sum += v;
+  return sum;
+}
+
+// 12 chains of 8 floats: 12 ymm accumulators and 2 constants of the 16 registers.
+constexpr int kChains256 = 12;
+__attribute__((target("avx2,fma"))) float fma_chains_avx2(int64_t iterations, float start) {
+  __m256 acc[kChains256];
+  for (int j = 0; j < kChains256; ++j) acc[j] = _mm256_set1_ps(start + static_cast<float>(j));
+  const __m256 m = _mm256_set1_ps(0.999f), a = _mm256_set1_ps(0.001f);
+  for (int64_t i = 0; i < iterations; ++i) {
+    for (int j = 0; j < kChains256; ++j) acc[j] = _mm256_fmadd_ps(acc[j], m, a);
+  }
+  __m256 total = acc[0];
+  for (int j = 1; j < kChains256; ++j) total = _mm256_add_ps(total, acc[j]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, total);
+  float sum = 0;
+  for (float v : lanes) sum += v;
+  return sum;
+}
+#endif
+
+// FLOP/s of `chains(kFmaIterations)` run 32 times on each of num_threads() threads of its own, all at once, best of
+// `repeats`; `flops_per_call` counts 2 per FMA per lane. Threads of its own rather than parallel_for's pool: the
+// hardware's rate is wanted, not how the pool hands out chunks and wakes its helpers.
+double fma_rate(float (*chains)(int64_t, float), double flops_per_call, int repeats) {
+  const int threads = num_threads();
+  constexpr int kCallsPerThread = 32;
+  std::vector<float> sink(static_cast<std::size_t>(threads));
+  auto run = [&] {
+    std::vector<std::thread> team;
+    for (int t = 0; t < threads; ++t) {
+      team.emplace_back([&sink, chains, t] {
+        float s = 0;
+        // Each call starts from other values, so the calls cannot be merged into one.
+        for (int c = 0; c < kCallsPerThread; ++c) s += chains(kFmaIterations, static_cast<float>(c));
+        sink[static_cast<std::size_t>(t)] = s;
+      });
+    }
+    for (std::thread& th : team) th.join();
+  };
+  run();  // warm-up: clocks up
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) best = std::min(best, median_seconds(run, 1, 0));
+  if (sink.front() != sink.front()) throw std::runtime_error("the FMA loop produced NaN");  // keeps the sink used
+  return flops_per_call * kCallsPerThread * threads / best;
+}
+
+}  // namespace
+
+PeakRate cpu_peak_rate(bool quick) {
+  const int repeats = quick ? 3 : 7;
+  const int threads = num_threads();
+  PeakRate best;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    const double rate = fma_rate(fma_chains_avx512, 2.0 * kFmaIterations * kChains512 * 16, repeats);
+    if (rate > best.flops_per_second) {
+      best = {rate, fmt::format("AVX-512 FMA loop, {} chains per thread, {} threads", kChains512, threads)};
+    }
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    const double rate = fma_rate(fma_chains_avx2, 2.0 * kFmaIterations * kChains256 * 8, repeats);
+    if (rate > best.flops_per_second) {
+      best = {rate, fmt::format("AVX2 FMA loop, {} chains per thread, {} threads", kChains256, threads)};
+    }
+  }
+#endif
+  if (best.flops_per_second == 0) {
+    // No FMA loop for this CPU: the backend's sgemm, a lower bound of the peak.
+    constexpr int64_t n = 2048;
+    const Tensor a = rand({n, n}), b = rand({n, n});
+    const double s = median_seconds([&] { (void)strata::matmul(a, b); }, repeats, 1);
+    best = {gflops(n, s) * 1e9, fmt::format("sgemm n={} through the CPU backend, {} threads (no FMA loop for this "
+                                            "CPU: a lower bound of the peak)", n, threads)};
+  }
+  return best;
+}
 
 std::vector<Workload> compute_workloads() {
   return {{"matmul", "1. matrix product, f32 GFLOP/s", matmul},

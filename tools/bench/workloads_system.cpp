@@ -18,6 +18,7 @@
 #include "strata/runtime/stream.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
+#include "strata/tensor/random.h"
 #include "suite.h"
 #include "trainer.h"
 
@@ -54,6 +55,30 @@ train::EpochReport timed_epoch(const std::string& data_dir, Device device, int64
 namespace {
 
 // --- (6) one epoch of the reference network ---
+
+// The CPU epoch's FLOP floor beside it (Note [The FLOP floor] in tools/train/trainer.cpp): the epoch's FLOPs, counted
+// from the reference network's layer shapes, at the machine's peak rate (Note [The machine's peak FMA rate]).
+void add_floor(WorkloadResult& r, const train::EpochReport& report, bool quick) {
+  // Building the network draws its weights from the CPU's generator: leave the generator as it was.
+  const GeneratorState rng = default_generator(kCPU).state();
+  const int64_t per_image = train::training_flops_per_example(*train::reference_network(kCPU), {1, 28, 28});
+  default_generator(kCPU).set_state(rng);
+  const PeakRate peak = cpu_peak_rate(quick);
+  const double images = std::round(report.seconds * report.images_per_second);
+  const double flops = static_cast<double>(per_image) * images;
+  const double floor_s = flops / peak.flops_per_second;
+  r.metrics.push_back({"cpu_peak_gflops", peak.flops_per_second / 1e9, "GFLOP/s", Better::Neither, peak.how});
+  r.metrics.push_back({"epoch_gflop", flops / 1e9, "GFLOP", Better::Neither,
+                       fmt::format("{:.1f} MFLOP per image x {:.0f} images: conv and linear multiply-adds, forward "
+                                   "and backward",
+                                   static_cast<double>(per_image) / 1e6, images)});
+  r.metrics.push_back({"epoch_floor_s", floor_s, "s", Better::Neither,
+                       "the epoch's FLOPs at the peak rate: no epoch on this machine can be faster"});
+  r.metrics.push_back({"epoch_over_floor", report.seconds / floor_s, "x floor", Better::Lower,
+                       "the CPU epoch's time / its floor (1 would be every core doing FMAs all the time)"});
+  r.notes.push_back("the peak rate is measured, not looked up: other work on the machine (see the load average) makes "
+                    "it low, the floor long and epoch_over_floor small");
+}
 WorkloadResult epoch(const RunOptions& o) {
   WorkloadResult r;
   const int64_t images = o.quick ? 3200 : std::numeric_limits<int64_t>::max();  // all of them, when not quick
@@ -68,10 +93,12 @@ WorkloadResult epoch(const RunOptions& o) {
     r.metrics.push_back({"epoch_" + dev + "_images_per_s", report.images_per_second, "img/s", Better::Higher,
                          fmt::format("train loss {:.3f}, {} synchronisations", report.train_loss,
                                      report.synchronizations)});
+    if (device.is_cpu()) add_floor(r, report, o.quick);
   }
   r.notes.push_back("one timed epoch after a 10-step warm-up (an epoch is long enough not to need a median)");
   if (o.quick) r.notes.push_back("--quick: the first 3200 training images only");
   if (!cuda::is_available()) r.notes.push_back("GPU epoch not measured: CUDA unavailable");
+  if (cuda::is_available()) r.notes.push_back("the floor is the CPU epoch's: the GPU's peak rate is not measured");
   return r;
 }
 

@@ -34,7 +34,11 @@ namespace F = nn::functional;
 
 namespace {
 
-constexpr int64_t kEvalBatch = 1000;
+// Evaluation's batch: its activations, never kept for a backward pass, still peak at two of the first layer's at once
+// (convolution and ReLU outputs, 100 KB per image each): at 1000 images that was 200 MB, two thirds of strata-train's
+// peak resident memory. At 100 they are 20 MB, under a training step's allocations. Logits are computed image by
+// image whatever the batch, and strata-train's test accuracies did not move (docs/benchmarks.md).
+constexpr int64_t kEvalBatch = 100;
 constexpr std::string_view kCheckpointFormat = "strata-train checkpoint 2";
 constexpr const char* kModelPrefix = "model.";
 constexpr const char* kOptimizerPrefix = "optimizer.";
@@ -78,6 +82,56 @@ std::shared_ptr<nn::Sequential> reference_network(Device device) {
   net->fuse();  // Note [Fusing a Sequential's layers]: the same values, fewer passes over the largest tensors
   net->to(device);
   return net;
+}
+
+// Note [The FLOP floor]
+// strata-bench sets each epoch beside its floor: the time the epoch's arithmetic would take at the machine's peak f32
+// FMA rate on all threads. The arithmetic counted is the multiply-adds of the convolutions and linear layers, which
+// are all but a sliver of the work: per layer and example, its output elements times the multiply-adds behind each
+// (the weight's elements per output channel, Cin/groups x kh x kw or in_features), twice as FLOPs, for the forward
+// pass, the weight gradient and, except for the first layer with parameters (whose input needs no gradient, so
+// autograd computes none), the input gradient. Biases, activations, pooling, the loss and the optimizer are O(outputs
+// or parameters), not O(multiply-adds), about 1 % of the reference network's 25 MFLOP per image, and are left out:
+// the floor is that much low, so the ratio to it is, if anything, high.
+// Shapes come from one forward pass of a zero example rather than from the layers' options, so that padding, stride,
+// dilation and groups are the layers' own.
+namespace {
+
+// Adds the FLOPs of `layers` for input `x` to `flops`, and returns their output. `input_needs_grad` carries whether
+// some earlier layer has parameters.
+Tensor count_flops(nn::Sequential& layers, Tensor x, bool& input_needs_grad, int64_t& flops) {
+  for (const std::shared_ptr<nn::Layer>& layer : layers) {
+    if (auto* inner = dynamic_cast<nn::Sequential*>(layer.get())) {
+      x = count_flops(*inner, std::move(x), input_needs_grad, flops);
+      continue;
+    }
+    Tensor y = (*layer)(x);
+    const Tensor* weight = nullptr;
+    if (auto* conv = dynamic_cast<nn::Conv2d*>(layer.get())) weight = &conv->weight;
+    if (auto* linear = dynamic_cast<nn::Linear*>(layer.get())) weight = &linear->weight;
+    if (weight != nullptr) {
+      // Multiply-adds per output element: the weight's elements per output channel (its first dimension).
+      const int64_t macs = y.numel() * (weight->numel() / weight->size(0));
+      flops += 2 * macs * (input_needs_grad ? 3 : 2);
+    }
+    if (!layer->parameters().empty()) input_needs_grad = true;
+    x = std::move(y);
+  }
+  return x;
+}
+
+}  // namespace
+
+int64_t training_flops_per_example(nn::Sequential& model, const Shape& example) {
+  NoGradGuard no_grad;
+  const std::vector<Tensor> params = model.parameters();
+  const Device device = params.empty() ? kCPU : params.front().device();
+  Shape shape{1};
+  for (const int64_t d : example) shape.push_back(d);
+  int64_t flops = 0;
+  bool input_needs_grad = false;
+  (void)count_flops(model, zeros(shape, TensorOptions(DType::F32).device(device)), input_needs_grad, flops);
+  return flops;
 }
 
 class Network {

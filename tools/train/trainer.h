@@ -70,6 +70,13 @@ using StepCallback = std::function<void(int64_t step, int64_t steps)>;
 /// -> Linear(3136->128)-ReLU -> Linear(128->10), for [N, 1, 28, 28] inputs, freshly initialised on `device`.
 std::shared_ptr<nn::Sequential> reference_network(Device device);
 
+/// Floating-point operations of one training step per example of `model` for examples shaped `example` (without the
+/// batch dimension), counted from the layers' shapes by one forward pass of a zero example: the multiply-adds of
+/// every Conv2d and Linear (nested Sequentials included), 2 FLOPs each, once for the forward pass, once for the
+/// weight gradient, and once for the input gradient where the input needs one (every layer after the first with
+/// parameters). Everything else is left out (Note [The FLOP floor]).
+int64_t training_flops_per_example(nn::Sequential& model, const Shape& example);
+
 /// The reference network with its optimizer and schedule (trainer.cpp).
 class Network;
 
