@@ -22,10 +22,12 @@
 #include "strata/runtime/cuda.h"
 #include "strata/runtime/memory_limit.h"
 #include "strata/runtime/memory_stats.h"
+#include "strata/runtime/op_scope.h"
 #include "strata/runtime/parallel.h"
 #include "strata/runtime/pinned.h"
 #include "strata/runtime/registry.h"
 #include "strata/runtime/stream.h"
+#include "strata/runtime/sync_debug.h"
 #include "strata/runtime/transfer.h"
 
 // ops: only the query of what a device type supports

@@ -22,12 +22,13 @@ namespace {
 const ops::KernelSlot<ops::Conv2dFn> conv2d_slot("conv2d");
 const ops::KernelSlot<ops::Conv2dBackwardFn> conv2d_backward_slot("conv2d_backward");
 
-struct Conv {
+/// What check_conv finds: the kernel's parameters and the output's shape.
+struct CheckedConv {
   ops::Conv2dParams params;
   Shape out_shape;
 };
 
-Conv check_conv(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride,
+CheckedConv check_conv(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride,
                 Pair padding, Pair dilation, int64_t groups) {
   STRATA_CHECK(input.defined() && weight.defined(), InvalidArgumentError,
                "{}: the input and the weight must be defined tensors", op);
@@ -86,7 +87,7 @@ Conv check_conv(const char* op, const Tensor& input, const Tensor& weight, const
                "padding ({}, {}))",
                op, kh, kw, span_h, span_w, h + 2 * padding.h, w + 2 * padding.w, input.shape(), padding.h,
                padding.w);
-  Conv conv;
+  CheckedConv conv;
   conv.params = {stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w, groups, false, allow_tf32()};
   conv.out_shape = {input.size(0), o, ops::window_output_size(h, kh, stride.h, padding.h, dilation.h),
                     ops::window_output_size(w, kw, stride.w, padding.w, dilation.w)};
@@ -122,7 +123,7 @@ std::vector<Tensor> conv_grads(const char* op, const Tensor& g, const Tensor& in
 
 Tensor convolution(const char* op, const Tensor& input_arg, const Tensor& weight_arg, const Tensor& bias_arg,
                    Pair stride, Pair padding, Pair dilation, int64_t groups, bool relu) {
-  Conv conv = check_conv(op, input_arg, weight_arg, bias_arg, stride, padding, dilation, groups);
+  CheckedConv conv = check_conv(op, input_arg, weight_arg, bias_arg, stride, padding, dilation, groups);
   conv.params.relu = relu;
   const Tensor input = input_arg.contiguous(), weight = weight_arg.contiguous();
   const Tensor bias = bias_arg.defined() ? bias_arg.contiguous() : Tensor();

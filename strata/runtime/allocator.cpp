@@ -19,6 +19,7 @@
 #include "strata/runtime/stream_uses.h"
 #include "strata/runtime/thread_cache.h"
 #include "strata/runtime/transfer.h"
+#include "strata/runtime/op_scope.h"
 
 namespace strata {
 

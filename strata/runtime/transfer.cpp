@@ -10,6 +10,7 @@
 #include "strata/runtime/kernel_assert.h"
 #include "strata/runtime/plugin.h"
 #include "strata/runtime/registry.h"
+#include "strata/runtime/sync_debug.h"
 
 namespace strata {
 
@@ -24,23 +25,6 @@ AtomicCounters& counters() {
   static AtomicCounters c;
   return c;
 }
-
-SyncDebugMode parse_sync_debug() {
-  const char* env = std::getenv("STRATA_SYNC_DEBUG");
-  if (env == nullptr) return SyncDebugMode::Off;
-  const std::string_view v(env);
-  if (v.empty() || v == "0" || v == "off") return SyncDebugMode::Off;
-  if (v == "warn" || v == "1") return SyncDebugMode::Warn;
-  if (v == "error" || v == "2") return SyncDebugMode::Error;
-  STRATA_THROW(InvalidArgumentError, "STRATA_SYNC_DEBUG='{}' is not valid; expected 'warn', 'error' or 'off'", v);
-}
-
-std::atomic<SyncDebugMode>& sync_mode() {
-  static std::atomic<SyncDebugMode> mode{parse_sync_debug()};
-  return mode;
-}
-
-thread_local const char* running_op = nullptr;
 
 }  // namespace
 
@@ -89,9 +73,6 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (blocking) check_stream_asserts(gpu_side, stream);  // only this stream is known to be done
 }
 
-SyncDebugMode sync_debug_mode() { return sync_mode().load(); }
-void set_sync_debug_mode(SyncDebugMode mode) { sync_mode().store(mode); }
-
 void note_synchronization(Device device, const char* what) {
   if (device.is_cpu()) return;
   counters().syncs.fetch_add(1, std::memory_order_relaxed);
@@ -105,10 +86,5 @@ void note_synchronization(Device device, const char* what) {
       STRATA_THROW(SyncDebugError, "{} would synchronise with {}, which STRATA_SYNC_DEBUG=error forbids", what, device);
   }
 }
-
-const char* current_op() { return running_op; }
-
-OpScope::OpScope(const char* op) : previous_(running_op) { running_op = op; }
-OpScope::~OpScope() { running_op = previous_; }
 
 }  // namespace strata

@@ -29,28 +29,8 @@ void reset_transfer_counters();
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes,
                 NativeStream stream, bool blocking);
 
-enum class SyncDebugMode { Off, Warn, Error };
-/// From STRATA_SYNC_DEBUG=warn|error at start-up; any other value is an error at start.
-SyncDebugMode sync_debug_mode();
-void set_sync_debug_mode(SyncDebugMode mode);
-
-/// Every host-blocking wait on a device calls this: it counts the synchronisation and, with STRATA_SYNC_DEBUG,
-/// warns on stderr or throws SyncDebugError naming `what`. Waits on the CPU device are not counted.
+/// Every host-blocking wait on a device calls this: it counts the synchronisation and, with STRATA_SYNC_DEBUG
+/// (sync_debug.h), warns on stderr or throws SyncDebugError naming `what`. Waits on the CPU device are not counted.
 void note_synchronization(Device device, const char* what);
-
-/// The op running on this thread, for error messages from layers below ops (the allocator's OOM message).
-const char* current_op();
-
-/// Names the op running on this thread for its lifetime.
-class OpScope {
- public:
-  explicit OpScope(const char* op);
-  ~OpScope();
-  OpScope(const OpScope&) = delete;
-  OpScope& operator=(const OpScope&) = delete;
-
- private:
-  const char* previous_;
-};
 
 }  // namespace strata

@@ -7,6 +7,7 @@
 #include "strata/ops/checks.h"
 #include "strata/ops/elementwise_kernels.h"
 #include "strata/runtime/transfer.h"
+#include "strata/runtime/op_scope.h"
 #include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"

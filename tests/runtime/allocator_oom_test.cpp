@@ -11,6 +11,7 @@
 #include "strata/runtime/allocator.h"
 #include "strata/runtime/registry.h"
 #include "strata/runtime/transfer.h"
+#include "strata/runtime/op_scope.h"
 
 namespace strata {
 namespace {

@@ -1,4 +1,6 @@
 #include "strata/runtime/transfer.h"
+#include "strata/runtime/sync_debug.h"
+#include "strata/runtime/op_scope.h"
 
 #include <gtest/gtest.h>
 

@@ -141,7 +141,7 @@ struct Scaling {
 enum class Pass : int64_t { Forward, BackwardData, BackwardFilter };
 
 /// Everything one cuDNN convolution call needs: handle, descriptors and data pointers' dtype.
-struct Conv {
+struct CudnnConv {
   const char* op;
   int device;
   cudnnHandle_t handle;
@@ -151,7 +151,7 @@ struct Conv {
   Scaling scale;
   std::array<int64_t, 18> key{};
 
-  Conv(const ops::OpCall& call, const TensorView& input, const TensorView& weight, const TensorView& out,
+  CudnnConv(const ops::OpCall& call, const TensorView& input, const TensorView& weight, const TensorView& out,
        const ops::Conv2dParams& p)
       : op(call.op),
         device(backend_index(call.device)),
@@ -242,7 +242,7 @@ DataPtr workspace(const ops::OpCall& call, std::size_t bytes) {
 
 /// The candidate algorithms of one pass, as cuDNN's heuristics rank them (Note [cuDNN algorithm choice]).
 template <typename Perf, typename Query>
-std::vector<Algorithm> candidates(Conv& c, cudnnDataType_t type, bool allow_tf32, Query query) {
+std::vector<Algorithm> candidates(CudnnConv& c, cudnnDataType_t type, bool allow_tf32, Query query) {
   constexpr int kMaxAlgorithms = 16;
   std::array<Perf, kMaxAlgorithms> perf{};
   int count = 0;
@@ -268,7 +268,7 @@ std::vector<Algorithm> candidates(Conv& c, cudnnDataType_t type, bool allow_tf32
 /// Runs one convolution pass: `execute(algorithm, workspace)` makes the cuDNN call and returns its status; the
 /// candidates are tried in turn as Note [cuDNN algorithm choice] says.
 template <typename Perf, typename Query, typename Execute>
-void run_pass(const ops::OpCall& call, Conv& c, Pass pass, cudnnDataType_t type, bool allow_tf32, Query query,
+void run_pass(const ops::OpCall& call, CudnnConv& c, Pass pass, cudnnDataType_t type, bool allow_tf32, Query query,
               Execute execute, const char* what) {
   using Key = std::array<int64_t, 18>;
   auto key = c.key;
@@ -335,7 +335,7 @@ void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorV
                    const TensorView& bias, const ops::Conv2dParams& p) {
   const int device = backend_index(call.device);
   RuntimeDeviceGuard guard(device);
-  Conv c(call, input, weight, out, p);
+  CudnnConv c(call, input, weight, out, p);
   const cudnnDataType_t type = data_type(input.dtype, call.op);
 
   TensorDesc bias_desc(call.op);
@@ -395,7 +395,7 @@ void backward_data(const ops::OpCall& call, const TensorView& grad_input, const 
                    const TensorView& weight, const ops::Conv2dParams& p) {
   const int device = backend_index(call.device);
   RuntimeDeviceGuard guard(device);
-  Conv c(call, grad_input, weight, grad_output, p);
+  CudnnConv c(call, grad_input, weight, grad_output, p);
   const cudnnDataType_t type = data_type(grad_input.dtype, call.op);
   run_pass<cudnnConvolutionBwdDataAlgoPerf_t>(
       call, c, Pass::BackwardData, type, p.allow_tf32,
@@ -415,7 +415,7 @@ void backward_weight(const ops::OpCall& call, const TensorView& grad_weight, con
                      const TensorView& input, const TensorView& grad_output, const ops::Conv2dParams& p) {
   const int device = backend_index(call.device);
   RuntimeDeviceGuard guard(device);
-  Conv c(call, input, grad_weight, grad_output, p);
+  CudnnConv c(call, input, grad_weight, grad_output, p);
   const cudnnDataType_t type = data_type(input.dtype, call.op);
   run_pass<cudnnConvolutionBwdFilterAlgoPerf_t>(
       call, c, Pass::BackwardFilter, type, p.allow_tf32,

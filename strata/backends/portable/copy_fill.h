@@ -3,15 +3,12 @@
 // Copy-with-conversion and fill, written once; instantiated by backends/cpu/copy_fill.cpp and
 // backends/cuda/copy_fill.cu.
 
+#include "strata/backends/portable/launch_site.h"
 #include "strata/kernels/elementwise.h"
 #include "strata/ops/kernel_table.h"
 
 namespace strata::portable {
 inline namespace STRATA_KERNEL_NS {
-
-inline kernels::LaunchSite site_of(const ops::OpCall& call, const char* kernel) {
-  return {call.device, call.stream, kernel, call.op, call.where};
-}
 
 /// Copy and fill dispatch over every dtype (kernels::dispatch), on both sides of a copy: the list their
 /// registrations give the op table.

@@ -22,8 +22,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "strata/backends/portable/copy_fill.h"
 #include "strata/backends/portable/elementwise_math.h"
+#include "strata/backends/portable/launch_site.h"
+#include "strata/kernels/elementwise.h"
 #include "strata/ops/elementwise_kernels.h"
 #include "strata/runtime/parallel.h"
 

@@ -5,8 +5,9 @@
 
 #include <type_traits>
 
-#include "strata/backends/portable/copy_fill.h"
+#include "strata/backends/portable/launch_site.h"
 #include "strata/backends/portable/philox.h"
+#include "strata/kernels/elementwise.h"
 #include "strata/ops/factory_kernels.h"
 
 namespace strata::portable {

@@ -3,7 +3,8 @@
 // Indexing with data, written once; instantiated by backends/cpu/indexing_ops.cpp and backends/cuda/indexing_ops.cu.
 // Operands are contiguous (see ops/indexing_kernels.h); out-of-range indices are device-side asserts.
 
-#include "strata/backends/portable/copy_fill.h"
+#include "strata/backends/portable/launch_site.h"
+#include "strata/kernels/elementwise.h"
 #include "strata/ops/indexing_kernels.h"
 
 namespace strata::portable {

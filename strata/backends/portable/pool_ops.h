@@ -11,8 +11,9 @@
 #include <limits>
 #include <type_traits>
 
-#include "strata/backends/portable/copy_fill.h"
+#include "strata/backends/portable/launch_site.h"
 #include "strata/backends/portable/reduce_accumulators.h"
+#include "strata/kernels/elementwise.h"
 #include "strata/ops/dnn_kernels.h"
 #include "strata/runtime/parallel.h"
 

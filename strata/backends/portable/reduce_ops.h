@@ -21,8 +21,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "strata/backends/portable/copy_fill.h"
+#include "strata/backends/portable/launch_site.h"
 #include "strata/backends/portable/reduce_accumulators.h"
+#include "strata/kernels/elementwise.h"
 #include "strata/ops/reduce_kernels.h"
 #include "strata/runtime/allocator.h"
 #include "strata/runtime/parallel.h"
