@@ -88,7 +88,9 @@ const std::shared_ptr<Layer>& Sequential::operator[](std::size_t i) const {
 // may override forward) is never fused, and layers called one by one (model[i](x)) are not rearranged.
 Tensor Sequential::forward(const Tensor& input) {
   const auto is = [this](std::size_t i, const std::type_info& type) {
-    return i < layers_.size() && typeid(*layers_[i]) == type;
+    if (i >= layers_.size()) return false;
+    const Layer& layer = *layers_[i];
+    return typeid(layer) == type;
   };
   Tensor x = input;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
