@@ -4,9 +4,11 @@
 
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -30,7 +32,7 @@ struct Registry {
   std::array<std::atomic<Backend*>, kDeviceTypeCount> backends{};
   std::vector<std::unique_ptr<Backend>> installed;  // owns every backend ever installed, retired ones included
   std::array<std::string, kDeviceTypeCount> reasons;
-  std::once_flag cuda_once;
+  std::array<std::once_flag, kDeviceTypeCount> load_once;  // a plugin is looked for once per device type
 
   Registry() { install(DeviceType::CPU, make_cpu_backend()); }
   // Newest first, the reverse of installing, as members are destroyed: the CUDA plugin goes before the CPU backend.
@@ -50,7 +52,7 @@ Registry& registry() {
   return r;
 }
 
-// The folder libstrata was loaded from: the CUDA plugin is installed beside it.
+// The folder libstrata was loaded from: plugins are installed beside it.
 std::filesystem::path library_folder() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&library_folder), &info) == 0 || info.dli_fname == nullptr) return {};
@@ -70,21 +72,46 @@ std::vector<std::filesystem::path> plugin_folders() {
   return folders;
 }
 
-// Note [Loading the CUDA plugin]
-// CUDA support is a separate library so that one build runs on machines with and without a GPU, and so that
-// plugins built against different CUDA versions can sit side by side. On the first CUDA query we (1) check that
-// the driver library libcuda.so.1 loads, (2) look for libstrata_cuda.so in $STRATA_BACKEND_PATH and then next to
-// libstrata, (3) dlopen it and call its entry point, which may still decline (no GPU, driver too old). Every
-// failure is kept as a one-line reason for unavailable_reason() and strata-smi; nothing aborts.
-std::unique_ptr<Backend> load_cuda_plugin(std::string& reason) {
-  if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL) == nullptr) {
-    const char* err = dlerror();
-    reason = fmt::format("the NVIDIA driver library libcuda.so.1 could not be loaded ({})", err ? err : "not found");
-    return nullptr;
+// Note [Loading a device's plugin]
+// Every device type but the CPU is a separate library, libstrata_<type>.so (libstrata_cuda.so), so that one build
+// runs on machines with and without the device, and plugins built against different vendor SDKs can sit side by
+// side. On the first query of a device type we (1) check that the vendor's driver library loads, where the type
+// has one (libcuda.so.1 for CUDA), (2) look for its plugin in $STRATA_BACKEND_PATH and then next to libstrata,
+// (3) dlopen it and call its entry point, which may still decline (no device, driver too old). Every failure is
+// kept as a one-line reason per device type for unavailable_reason() and strata-smi; nothing aborts. A device type
+// with no plugin installed says so, naming the folders it looked in.
+
+/// The vendor driver library a device type's plugin needs before it is worth loading, if any: loaded RTLD_GLOBAL
+/// here, so that the plugin's runtime finds it, and named in the reason when it is missing.
+struct DriverLibrary {
+  const char* file;
+  const char* description;
+};
+std::optional<DriverLibrary> driver_library(DeviceType type) {
+  if (type == DeviceType::CUDA) return DriverLibrary{"libcuda.so.1", "the NVIDIA driver library"};
+  return std::nullopt;
+}
+
+/// "CUDA" for messages about the cuda plugin.
+std::string display_name(DeviceType type) {
+  std::string name(device_type_name(type));
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+std::unique_ptr<Backend> load_plugin(DeviceType type, std::string& reason) {
+  if (const auto driver = driver_library(type)) {
+    if (dlopen(driver->file, RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      const char* err = dlerror();
+      reason = fmt::format("{} {} could not be loaded ({})", driver->description, driver->file,
+                           err ? err : "not found");
+      return nullptr;
+    }
   }
+  const std::string name = display_name(type), file = plugin_file(type);
   std::vector<std::string> tried;
   for (const auto& folder : plugin_folders()) {
-    const auto path = folder / kCudaPluginFile;
+    const auto path = folder / file;
     std::error_code ec;  // a folder of STRATA_BACKEND_PATH in a symlink loop, or a name too long, is not found
     if (!std::filesystem::exists(path, ec)) {
       tried.push_back(ec ? fmt::format("{} ({})", folder.string(), ec.message()) : folder.string());
@@ -93,36 +120,37 @@ std::unique_ptr<Backend> load_cuda_plugin(std::string& reason) {
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* err = dlerror();
-      reason = fmt::format("the CUDA plugin {} could not be loaded: {}", path.string(), err ? err : "unknown error");
+      reason =
+          fmt::format("the {} plugin {} could not be loaded: {}", name, path.string(), err ? err : "unknown error");
       return nullptr;
     }
     auto create = reinterpret_cast<CreateBackendFn>(dlsym(handle, kCreateBackendSymbol));
     if (create == nullptr) {
-      reason = fmt::format("the CUDA plugin {} has no entry point {}", path.string(), kCreateBackendSymbol);
+      reason = fmt::format("the {} plugin {} has no entry point {}", name, path.string(), kCreateBackendSymbol);
       return nullptr;
     }
     std::string why;
     Backend* created = create(&why);
     if (created == nullptr) {
-      reason = why.empty() ? "the CUDA plugin declined to start" : why;
+      reason = why.empty() ? fmt::format("the {} plugin declined to start", name) : why;
       return nullptr;
     }
     return std::unique_ptr<Backend>(created);
   }
-  reason = fmt::format("the CUDA plugin {} was not found (looked in: {}); this build has no CUDA support",
-                       kCudaPluginFile, fmt::join(tried, ", "));
+  reason = fmt::format("the {} plugin {} was not found (looked in: {}); this build has no {} support", name, file,
+                       fmt::join(tried, ", "), name);
   return nullptr;
 }
 
 void ensure_loaded(Registry& r, DeviceType type) {
-  if (type != DeviceType::CUDA) return;
-  std::call_once(r.cuda_once, [&r] {
+  if (type == DeviceType::CPU) return;  // built in (Registry's constructor)
+  std::call_once(r.load_once[static_cast<int>(type)], [&r, type] {
     std::string reason;
-    auto loaded = load_cuda_plugin(reason);
+    auto loaded = load_plugin(type, reason);
     std::lock_guard lock(r.mutex);
-    if (r.backends[static_cast<int>(DeviceType::CUDA)].load() != nullptr) return;  // a test or an embedder was first
-    r.install(DeviceType::CUDA, std::move(loaded));
-    r.reasons[static_cast<int>(DeviceType::CUDA)] = reason;
+    if (r.backends[static_cast<int>(type)].load() != nullptr) return;  // a test or an embedder was first
+    r.install(type, std::move(loaded));
+    r.reasons[static_cast<int>(type)] = reason;
   });
 }
 

@@ -8,7 +8,7 @@
 namespace strata {
 
 /// The backend for a device type, or nullptr when that type is unavailable (the first call for CUDA loads the
-/// plugin; see Note [Loading the CUDA plugin]).
+/// plugin; see Note [Loading a device's plugin]).
 Backend* find_backend(DeviceType type);
 /// The backend for a device type; throws DeviceUnavailableError with the reason when it is unavailable.
 Backend& backend(DeviceType type);

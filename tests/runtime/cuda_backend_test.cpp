@@ -79,8 +79,9 @@ std::filesystem::path find_plugin() {
   if (dladdr(reinterpret_cast<void*>(&cuda::is_available), &info) != 0 && info.dli_fname != nullptr) {
     folders.push_back(std::filesystem::path(info.dli_fname).parent_path());
   }
+  const std::string file = plugin_file(DeviceType::CUDA);
   for (const auto& folder : folders) {
-    if (std::filesystem::exists(folder / kCudaPluginFile)) return folder / kCudaPluginFile;
+    if (std::filesystem::exists(folder / file)) return folder / file;
   }
   return {};
 }

@@ -1,4 +1,4 @@
-// The CUDA backend: libstrata_cuda, loaded by the registry (Note [Loading the CUDA plugin] in registry.cpp).
+// The CUDA backend: libstrata_cuda, loaded by the registry (Note [Loading a device's plugin] in registry.cpp).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
