@@ -92,17 +92,25 @@ void reset_kernel_call_counts() {
 
 namespace strata {
 
-bool supports(DeviceType type, std::string_view op) {
-  // A device type's column fills when its backend loads: asking about CUDA loads the plugin, as using it would, and
-  // before the name is looked up, since an op may be registered by the plugin alone.
+namespace {
+
+// The entry of `op` once `type`'s backend is loaded: a device type's column fills when its backend loads, so asking
+// about CUDA loads the plugin, as using it would, and before the name is looked up, since an op may be registered
+// by the plugin alone.
+const ops::detail::KernelEntry& entry_after_loading(DeviceType type, std::string_view op) {
   (void)find_backend(type);
-  const auto& entry = ops::detail::known_entry(op, "supports");
-  return entry.fns[static_cast<int>(type)].load(std::memory_order_acquire) != nullptr;
+  return ops::detail::known_entry(op, "supports");
+}
+
+}  // namespace
+
+bool supports(DeviceType type, std::string_view op) {
+  return entry_after_loading(type, op).fns[static_cast<int>(type)].load(std::memory_order_acquire) != nullptr;
 }
 
 bool supports(DeviceType type, std::string_view op, DType dtype) {
-  if (!supports(type, op)) return false;
-  const auto& entry = ops::detail::known_entry(op, "supports");
+  const auto& entry = entry_after_loading(type, op);
+  if (entry.fns[static_cast<int>(type)].load(std::memory_order_acquire) == nullptr) return false;
   const std::uint32_t bits = entry.dtypes[static_cast<int>(type)].load();
   // No dtype list: the kernel exists, and the table cannot say more (Note [What the op table knows about dtypes]).
   return bits == ops::detail::kDTypesUnlisted || ops::DTypeSet::from_bits(bits).contains(dtype);
