@@ -30,4 +30,10 @@ if [ "${SECOND_RUN:-0}" = 1 ]; then
 fi
 kill "-$signal" "$pid"
 wait "$pid"
-echo "exit: $?"
+status=$?
+echo "exit: $status"
+# A run that did not stop on the signal (it crashed, or ended first) shows what it printed, for the failure's report.
+case $status in
+  130 | 143) ;;
+  *) echo "its stderr:"; cat "$out.err" ;;
+esac

@@ -15,6 +15,8 @@
 
 #if STRATA_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "strata/backends/cpu/onednn.h"
 #endif
 
 #include "strata/backends/portable/reduce_accumulators.h"
@@ -312,11 +314,6 @@ bool winograd_suits(const ConvShape& s) {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 /// The memory descriptors of one convolution, in our layouts (`plain`) or left to oneDNN (`any`).
 struct OneDnnConv {
   dnnl::memory::desc src, weights, bias, dst;
@@ -440,7 +437,7 @@ CachedPass cached_pass(const ConvShape& s, Pass pass, bool with_bias) {
   const Key key{static_cast<int64_t>(pass), s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, p.stride_h, p.stride_w, p.pad_h,
                 p.pad_w, p.dilation_h, p.dilation_w, p.groups, with_bias, pass == Pass::Forward && p.relu, winograd};
   static std::mutex mutex;
-  static std::map<Key, CachedPass> cache;
+  static auto& cache = *new std::map<Key, CachedPass>();  // Note [oneDNN objects live until the process ends]
   {
     std::lock_guard lock(mutex);
     if (auto it = cache.find(key); it != cache.end()) return it->second;

@@ -14,6 +14,8 @@
 
 #if STRATA_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "strata/backends/cpu/onednn.h"
 #endif
 
 #include "strata/core/error.h"
@@ -57,11 +59,6 @@ struct Gemm {
   STRATA_THROW(BackendError, "{}: oneDNN matmul failed: {} (status {})", op, e.what(), static_cast<int>(e.status));
 }
 
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 dnnl::memory::desc matrix_desc(const TensorView& v, int64_t batch) {
   // A broadcast operand is one matrix of batch size 1 (oneDNN broadcasts batch dims of size 1, not stride 0).
   const bool broadcast = batch > 1 && v.strides[0] == 0;
@@ -93,7 +90,7 @@ dnnl::matmul matmul_primitive(const Gemm& g, const dnnl::memory::desc& a, const 
                 0,
                 0};
   static std::mutex mutex;
-  static std::map<Key, dnnl::matmul> cache;
+  static auto& cache = *new std::map<Key, dnnl::matmul>();  // Note [oneDNN objects live until the process ends]
   {
     std::lock_guard lock(mutex);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
