@@ -11,6 +11,7 @@ std::string_view device_type_name(DeviceType type) {
   switch (type) {
     case DeviceType::CPU: return "cpu";
     case DeviceType::CUDA: return "cuda";
+    case DeviceType::HIP: return "hip";
   }
   return "unknown";
 }
@@ -19,8 +20,8 @@ namespace {
 
 [[noreturn]] void throw_bad_device(std::string_view text, std::string_view why) {
   STRATA_THROW(InvalidArgumentError,
-               "invalid device string '{}': {}; expected 'cpu', 'cpu:N', 'cuda' or 'cuda:N' with N a non-negative "
-               "integer",
+               "invalid device string '{}': {}; expected 'cpu', 'cpu:N', 'cuda', 'cuda:N', 'hip' or 'hip:N' with N a "
+               "non-negative integer",
                text, why);
 }
 
@@ -33,6 +34,8 @@ Device::Device(std::string_view text) : type_(DeviceType::CPU), index_(-1) {
     type_ = DeviceType::CPU;
   } else if (kind == "cuda") {
     type_ = DeviceType::CUDA;
+  } else if (kind == "hip") {
+    type_ = DeviceType::HIP;
   } else {
     throw_bad_device(text, fmt::format("unknown device type '{}'", kind));
   }

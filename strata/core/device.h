@@ -10,20 +10,25 @@
 
 namespace strata {
 
-enum class DeviceType : std::uint8_t { CPU = 0, CUDA = 1 };
-inline constexpr int kDeviceTypeCount = 2;
+// Note [AMD GPUs are "hip", not "cuda"]
+// ROCm's PyTorch calls AMD GPUs "cuda" so that CUDA scripts run unchanged. Strata gives them a type of their own:
+// a machine (or a process) may hold both vendors' GPUs, and each type has its own plugin (libstrata_hip.so), its own
+// reason when it is unavailable and its own column of the op table, which says what AMD lacks (matmul and
+// convolution, until Debian packages hipBLAS and MIOpen). A script moves to AMD by changing "cuda" to "hip".
+enum class DeviceType : std::uint8_t { CPU = 0, CUDA = 1, HIP = 2 };
+inline constexpr int kDeviceTypeCount = 3;
 
-/// Lower-case name of a device type: "cpu", "cuda".
+/// Lower-case name of a device type: "cpu", "cuda", "hip".
 std::string_view device_type_name(DeviceType type);
 
 /// A device is a type and an index. Naming a device does not need it to exist; using it does.
-/// A CUDA index is -1 when unspecified ("cuda" means the current CUDA device). A CPU device always has an index:
+/// A GPU's index is -1 when unspecified ("cuda" means the current CUDA device, "hip" the current AMD one). A CPU device always has an index:
 /// "cpu" is cpu:0, and cpu:1 and up exist when virtual CPU devices are on (Note [Virtual CPU devices]).
 class Device {
  public:
   constexpr Device(DeviceType type = DeviceType::CPU, int index = -1)
       : type_(type), index_(type == DeviceType::CPU && index < 0 ? 0 : index) {}
-  /// Parses "cpu", "cpu:N", "cuda", "cuda:N"; anything else throws InvalidArgumentError naming the string.
+  /// Parses "cpu", "cpu:N", "cuda", "cuda:N", "hip", "hip:N"; anything else throws InvalidArgumentError naming the string.
   Device(std::string_view text);  // NOLINT(google-explicit-constructor): mirrors torch::Device("cuda:1")
   Device(const char* text) : Device(std::string_view(text)) {}  // NOLINT
 
@@ -32,8 +37,9 @@ class Device {
   constexpr bool has_index() const { return index_ >= 0; }
   constexpr bool is_cpu() const { return type_ == DeviceType::CPU; }
   constexpr bool is_cuda() const { return type_ == DeviceType::CUDA; }
+  constexpr bool is_hip() const { return type_ == DeviceType::HIP; }
 
-  /// "cpu" for cpu:0 (the one CPU device unless virtual devices are on), "cpu:N", "cuda", "cuda:N".
+  /// "cpu" for cpu:0 (the one CPU device unless virtual devices are on), "cpu:N", "cuda", "cuda:N", "hip", "hip:N".
   std::string str() const;
 
   friend constexpr bool operator==(Device a, Device b) = default;

@@ -2,7 +2,6 @@
 
 #include <bit>
 #include <cstdint>
-#include <cstring>
 
 #include "strata/core/macros.h"
 
@@ -16,12 +15,12 @@ namespace strata {
 namespace detail {
 STRATA_HOST_DEVICE inline std::uint32_t f32_bits(float f) {
   std::uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
+  STRATA_BIT_COPY(&u, &f, sizeof u);
   return u;
 }
 STRATA_HOST_DEVICE inline float bits_f32(std::uint32_t u) {
   float f;
-  std::memcpy(&f, &u, sizeof f);
+  STRATA_BIT_COPY(&f, &u, sizeof f);
   return f;
 }
 }  // namespace detail

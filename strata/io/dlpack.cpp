@@ -104,11 +104,14 @@ Device from_dl(const DLDevice& d) {
     case kDLCUDA:
       STRATA_CHECK(d.device_id >= 0, InvalidArgumentError, "from_dlpack: CUDA device id {} is negative", d.device_id);
       return Device(DeviceType::CUDA, d.device_id);
+    case kDLROCM:
+      STRATA_CHECK(d.device_id >= 0, InvalidArgumentError, "from_dlpack: ROCm device id {} is negative", d.device_id);
+      return Device(DeviceType::HIP, d.device_id);
     default:
-      STRATA_THROW(
-          InvalidArgumentError,
-          "from_dlpack: DLPack device type {} (id {}) is not supported; Strata takes kDLCPU (1) and kDLCUDA (2)", type,
-          d.device_id);
+      STRATA_THROW(InvalidArgumentError,
+                   "from_dlpack: DLPack device type {} (id {}) is not supported; Strata takes kDLCPU (1), kDLCUDA (2) "
+                   "and kDLROCM (10)",
+                   type, d.device_id);
   }
 }
 
@@ -124,7 +127,7 @@ DLManagedTensor* to_dlpack(const Tensor& tensor) {
   DLTensor& dl = exported->managed.dl_tensor;
   // The pointer to the first element, with byte_offset 0, as PyTorch does.
   dl.data = tensor.numel() > 0 ? tensor.data_ptr() : nullptr;
-  dl.device = DLDevice{device.is_cpu() ? kDLCPU : kDLCUDA, device.index()};
+  dl.device = DLDevice{device.is_cpu() ? kDLCPU : device.is_hip() ? kDLROCM : kDLCUDA, device.index()};
   dl.ndim = static_cast<int32_t>(tensor.dim());
   dl.dtype = to_dl(tensor.dtype());
   dl.shape = exported->shape.data();

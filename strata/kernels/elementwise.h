@@ -51,7 +51,7 @@ struct FastDivider {
     multiplier = static_cast<std::uint32_t>(((one << 32) * ((one << shift) - d)) / d + 1);
   }
   STRATA_HOST_DEVICE std::uint32_t div(std::uint32_t n) const {
-#if defined(__CUDA_ARCH__)
+#if defined(STRATA_DEVICE_PASS)
     const std::uint32_t high = __umulhi(n, multiplier);
 #else
     const auto high = static_cast<std::uint32_t>((static_cast<std::uint64_t>(n) * multiplier) >> 32);

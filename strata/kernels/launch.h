@@ -1,10 +1,12 @@
 #pragma once
 
 // The portable kernel API: a kernel is a callable written once. In a .cpp file it runs on the CPU thread pool; in a
-// .cu file (compiled by nvcc) the same callable runs as a GPU kernel. See docs/architecture.md, "Kernels and
+// .cu file (compiled by nvcc, or by hipcc for AMD: Note [One source for NVIDIA and AMD]) the same callable runs as a
+// GPU kernel. See docs/architecture.md, "Kernels and
 // device-side asserts", and Note [Device-side asserts] in runtime/kernel_assert.h.
 //
-// Write kernels as `STRATA_KERNEL_LAMBDA(int64_t i) { ... }` so that nvcc compiles them for host and device.
+// Write kernels as `STRATA_KERNEL_LAMBDA(int64_t i) { ... }` so that the GPU compiler compiles them for host and
+// device.
 
 #include <algorithm>
 #include <atomic>
@@ -19,9 +21,9 @@
 #include "strata/runtime/kernel_assert.h"
 #include "strata/runtime/parallel.h"
 
-#if defined(__CUDACC__)
-#include <cuda_runtime.h>
-#define STRATA_KERNEL_NS cuda_compiled
+#if defined(STRATA_GPU_COMPILER)
+#include "strata/kernels/gpu_vendor.h"
+#define STRATA_KERNEL_NS gpu_compiled
 #else
 #define STRATA_KERNEL_NS host_compiled
 #endif
@@ -37,9 +39,7 @@ struct Dim3 {
 /// Where a thread is, as in CUDA: threadIdx, blockIdx, blockDim, gridDim (x only is used by forall).
 struct ThreadIndex {
   Dim3 thread, block, block_dim, grid_dim;
-  STRATA_HOST_DEVICE int64_t global_x() const {
-    return static_cast<int64_t>(block.x) * block_dim.x + thread.x;
-  }
+  STRATA_HOST_DEVICE int64_t global_x() const { return static_cast<int64_t>(block.x) * block_dim.x + thread.x; }
   STRATA_HOST_DEVICE int64_t grid_stride_x() const { return static_cast<int64_t>(grid_dim.x) * block_dim.x; }
 };
 
@@ -71,7 +71,7 @@ struct LaunchSite {
 STRATA_HOST_DEVICE inline void report_assert(const KernelAssertContext& ctx, int64_t index, double value,
                                              double bound) {
   DeviceAssertSlot* slot = ctx.slot;
-#if defined(__CUDA_ARCH__)
+#if defined(STRATA_DEVICE_PASS)
   if (atomicCAS(&slot->failed, kAssertSlotFree, kAssertSlotWriting) != kAssertSlotFree) return;
 #else
   unsigned int expected = kAssertSlotFree;
@@ -84,7 +84,7 @@ STRATA_HOST_DEVICE inline void report_assert(const KernelAssertContext& ctx, int
   slot->index = index;
   slot->value = value;
   slot->bound = bound;
-#if defined(__CUDA_ARCH__)
+#if defined(STRATA_DEVICE_PASS)
   __threadfence_system();  // the host reads the fields once it sees the state, over PCIe
   atomicExch(&slot->failed, static_cast<unsigned int>(kAssertSlotRecorded));
 #else
@@ -95,8 +95,8 @@ STRATA_HOST_DEVICE inline void report_assert(const KernelAssertContext& ctx, int
 /// Adds to *address atomically on the host and on the device.
 template <typename T>
 STRATA_HOST_DEVICE inline void atomic_add(T* address, T value) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (std::is_same_v<T, int64_t>) {  // CUDA has no signed 64-bit atomicAdd; two's complement agrees
+#if defined(STRATA_DEVICE_PASS)
+  if constexpr (std::is_same_v<T, int64_t>) {  // CUDA and HIP have no signed 64-bit atomicAdd; two's complement agrees
     atomicAdd(reinterpret_cast<unsigned long long*>(address), static_cast<unsigned long long>(value));
   } else {
     atomicAdd(address, value);
@@ -113,7 +113,7 @@ namespace detail {
 [[noreturn]] inline void throw_host_only(const LaunchSite& site) {
   STRATA_THROW(Error,
                "kernel '{}' of op '{}' was compiled only for the host ({} is a C++ file), so it cannot run on {}; "
-               "compile that file with nvcc (as a .cu file of the CUDA backend) to run it on the GPU",
+               "compile that file as a .cu file of backends/cuda (nvcc, or hipcc for AMD) to run it on the GPU",
                site.kernel, site.op, site.where.file_name(), site.device);
 }
 
@@ -125,7 +125,7 @@ inline void after_cpu_launch(const LaunchSite& site) {
   }
 }
 
-#if defined(__CUDACC__)
+#if defined(STRATA_GPU_COMPILER)
 template <typename F>
 __global__ void forall_kernel(int64_t n, F f) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -204,7 +204,7 @@ void forall(const LaunchSite& site, int64_t n, F f) {
     detail::after_cpu_launch(site);
     return;
   }
-#if defined(__CUDACC__)
+#if defined(STRATA_GPU_COMPILER)
   constexpr int kThreads = 256;
   const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, 65535LL * 8);
   const detail::LaunchDevice on_device(site);
@@ -237,7 +237,7 @@ void launch(const LaunchSite& site, Dim3 grid, Dim3 block, F f) {
     detail::after_cpu_launch(site);
     return;
   }
-#if defined(__CUDACC__)
+#if defined(STRATA_GPU_COMPILER)
   const detail::LaunchDevice on_device(site);
   detail::launch_kernel<<<dim3(grid.x, grid.y, grid.z), dim3(block.x, block.y, block.z), 0,
                           static_cast<cudaStream_t>(site.stream)>>>(f);
@@ -247,14 +247,15 @@ void launch(const LaunchSite& site, Dim3 grid, Dim3 block, F f) {
 #endif
 }
 
-}  // inline namespace STRATA_KERNEL_NS
+}  // namespace STRATA_KERNEL_NS
 
 }  // namespace strata::kernels
 
 /// Inside a kernel: when `cond` fails, records (index, value, bound) for a DeviceAssertError at the next
 /// synchronisation. `ctx` comes from LaunchSite::asserts(message).
-#define STRATA_KERNEL_ASSERT(ctx, cond, index, value, bound)                                              \
-  do {                                                                                                    \
-    if (!(cond)) ::strata::kernels::report_assert((ctx), static_cast<int64_t>(index),                     \
-                                                  static_cast<double>(value), static_cast<double>(bound)); \
+#define STRATA_KERNEL_ASSERT(ctx, cond, index, value, bound)                                           \
+  do {                                                                                                 \
+    if (!(cond))                                                                                       \
+      ::strata::kernels::report_assert((ctx), static_cast<int64_t>(index), static_cast<double>(value), \
+                                       static_cast<double>(bound));                                    \
   } while (false)

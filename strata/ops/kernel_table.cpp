@@ -94,24 +94,28 @@ namespace strata {
 
 namespace {
 
-// The entry of `op` once `type`'s backend is loaded: a device type's column fills when its backend loads, so asking
-// about CUDA loads the plugin, as using it would, and before the name is looked up, since an op may be registered
-// by the plugin alone.
-const ops::detail::KernelEntry& entry_after_loading(DeviceType type, std::string_view op) {
-  (void)find_backend(type);
-  return ops::detail::known_entry(op, "supports");
+// The entry of `op` once `type`'s backend is loaded, or nullptr when that backend is unavailable. A device type's
+// column fills when its plugin loads, so asking about CUDA loads the plugin, as using it would, and before the name
+// is looked up, since an op may be registered by the plugin alone. A plugin that declined (no device) may still
+// have registered its kernels when it was loaded; they cannot run, so the answer is no.
+const ops::detail::KernelEntry* entry_if_available(DeviceType type, std::string_view op) {
+  const bool available = find_backend(type) != nullptr;
+  const auto& entry = ops::detail::known_entry(op, "supports");  // an unknown name is an error either way
+  return available ? &entry : nullptr;
+}
+
+bool has_kernel(const ops::detail::KernelEntry* entry, DeviceType type) {
+  return entry != nullptr && entry->fns[static_cast<int>(type)].load(std::memory_order_acquire) != nullptr;
 }
 
 }  // namespace
 
-bool supports(DeviceType type, std::string_view op) {
-  return entry_after_loading(type, op).fns[static_cast<int>(type)].load(std::memory_order_acquire) != nullptr;
-}
+bool supports(DeviceType type, std::string_view op) { return has_kernel(entry_if_available(type, op), type); }
 
 bool supports(DeviceType type, std::string_view op, DType dtype) {
-  const auto& entry = entry_after_loading(type, op);
-  if (entry.fns[static_cast<int>(type)].load(std::memory_order_acquire) == nullptr) return false;
-  const std::uint32_t bits = entry.dtypes[static_cast<int>(type)].load();
+  const auto* entry = entry_if_available(type, op);
+  if (!has_kernel(entry, type)) return false;
+  const std::uint32_t bits = entry->dtypes[static_cast<int>(type)].load();
   // No dtype list: the kernel exists, and the table cannot say more (Note [What the op table knows about dtypes]).
   return bits == ops::detail::kDTypesUnlisted || ops::DTypeSet::from_bits(bits).contains(dtype);
 }

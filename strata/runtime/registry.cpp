@@ -76,10 +76,10 @@ std::vector<std::filesystem::path> plugin_folders() {
 // Every device type but the CPU is a separate library, libstrata_<type>.so (libstrata_cuda.so), so that one build
 // runs on machines with and without the device, and plugins built against different vendor SDKs can sit side by
 // side. On the first query of a device type we (1) check that the vendor's driver library loads, where the type
-// has one (libcuda.so.1 for CUDA), (2) look for its plugin in $STRATA_BACKEND_PATH and then next to libstrata,
-// (3) dlopen it and call its entry point, which may still decline (no device, driver too old). Every failure is
-// kept as a one-line reason per device type for unavailable_reason() and strata-smi; nothing aborts. A device type
-// with no plugin installed says so, naming the folders it looked in.
+// has one (libcuda.so.1 for CUDA, libamdhip64.so.5 for HIP), (2) look for its plugin in $STRATA_BACKEND_PATH and
+// then next to libstrata, (3) dlopen it and call its entry point, which may still decline (no device, driver too
+// old). Every failure is kept as a one-line reason per device type for unavailable_reason() and strata-smi; nothing
+// aborts. A device type with no plugin installed says so, naming the folders it looked in.
 
 /// The vendor driver library a device type's plugin needs before it is worth loading, if any: loaded RTLD_GLOBAL
 /// here, so that the plugin's runtime finds it, and named in the reason when it is missing.
@@ -89,6 +89,7 @@ struct DriverLibrary {
 };
 std::optional<DriverLibrary> driver_library(DeviceType type) {
   if (type == DeviceType::CUDA) return DriverLibrary{"libcuda.so.1", "the NVIDIA driver library"};
+  if (type == DeviceType::HIP) return DriverLibrary{"libamdhip64.so.5", "AMD's HIP runtime library (ROCm 5)"};
   return std::nullopt;
 }
 

@@ -11,6 +11,7 @@
 
 #include "strata/core/error.h"
 #include "strata/runtime/cuda.h"
+#include "strata/runtime/registry.h"
 #include "strata/tensor/factories.h"
 #include "test_devices.h"
 
@@ -159,6 +160,17 @@ TEST(DLPack, UnsupportedDtypesAreRejectedAndTheCallerKeepsOwnership) {
   EXPECT_EQ(deleted, 1);
 }
 
+// Expects `from_dlpack(m)` to throw E with `says` in its message, leaving `m` to the caller.
+template <typename E>
+void expect_refused(DLManagedTensor* m, const std::string& says) {
+  try {
+    from_dlpack(m);
+    ADD_FAILURE() << "no error; expected one saying: " << says;
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
 TEST(DLPack, UnsupportedDevicesAndLayoutsAreRejected) {
   int deleted = 0;
   DLManagedTensor* m = make_foreign({1, 2}, {2}, {}, &deleted);
@@ -173,6 +185,10 @@ TEST(DLPack, UnsupportedDevicesAndLayoutsAreRejected) {
     m->dl_tensor.device = {kDLCUDA, 0};
     EXPECT_THROW(from_dlpack(m), DeviceUnavailableError);
   }
+  if (device_count(DeviceType::HIP) == 0) {  // ROCm memory is a hip device's, which this machine lacks
+    m->dl_tensor.device = {kDLROCM, 0};
+    expect_refused<DeviceUnavailableError>(m, "unavailable: " + unavailable_reason(DeviceType::HIP));
+  }
   m->dl_tensor.device = {kDLCPU, 0};
   int64_t negative = -1;
   m->dl_tensor.strides = &negative;
@@ -180,17 +196,6 @@ TEST(DLPack, UnsupportedDevicesAndLayoutsAreRejected) {
   EXPECT_THROW(from_dlpack(nullptr), InvalidArgumentError);
   EXPECT_EQ(deleted, 0);
   m->deleter(m);
-}
-
-// Expects `from_dlpack(m)` to throw E with `says` in its message, leaving `m` to the caller.
-template <typename E>
-void expect_refused(DLManagedTensor* m, const std::string& says) {
-  try {
-    from_dlpack(m);
-    ADD_FAILURE() << "no error; expected one saying: " << says;
-  } catch (const E& e) {
-    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
-  }
 }
 
 TEST(DLPack, DescriptionsThatWouldReachBadMemoryAreRejected) {
@@ -204,6 +209,8 @@ TEST(DLPack, DescriptionsThatWouldReachBadMemoryAreRejected) {
   expect_refused<InvalidArgumentError>(m, "device type 16");
   dl.device = {kDLCUDA, -3};
   expect_refused<InvalidArgumentError>(m, "CUDA device id -3 is negative");
+  dl.device = {kDLROCM, -1};
+  expect_refused<InvalidArgumentError>(m, "ROCm device id -1 is negative");
   dl.device = {kDLCPU, 0};
 
   dl.data = nullptr;

@@ -32,7 +32,7 @@ Report report_with_gpu() {
   gpu.driver_version = 13000;
   gpu.runtime_version = 12080;
   gpu.allocator = {kMiB, 2 * kMiB, 2 * kMiB, int64_t{2} << 30};
-  return {{cpu, gpu}, ""};
+  return {{cpu, gpu}, "", ""};
 }
 
 TEST(SmiReport, FormatsCudaVersionsAsMajorDotMinor) {
@@ -53,10 +53,23 @@ TEST(SmiReport, ListsTheCpuFirstWithItsMemoryAndCores) {
   EXPECT_LE(cpu.memory_available_bytes, cpu.memory_total_bytes);
 }
 
+TEST(SmiReport, FormatsHipVersionsAsMajorDotMinor) {
+  EXPECT_EQ(format_gpu_version(DeviceType::HIP, 50221153), "5.2");
+  EXPECT_EQ(format_gpu_version(DeviceType::HIP, 60342134), "6.3");
+  EXPECT_EQ(format_gpu_version(DeviceType::HIP, 0), "-");
+  EXPECT_EQ(format_gpu_version(DeviceType::CUDA, 13000), "13.0");
+}
+
 TEST(SmiReport, ListsEveryGpuOrSaysWhyThereIsNone) {
   const Report report = collect_report();
-  ASSERT_EQ(report.devices.size(), 1u + static_cast<std::size_t>(cuda::device_count()));
-  for (std::size_t i = 1; i < report.devices.size(); ++i) {
+  const int cuda_gpus = cuda::device_count(), amd_gpus = device_count(DeviceType::HIP);
+  ASSERT_EQ(report.devices.size(), 1u + static_cast<std::size_t>(cuda_gpus + amd_gpus));
+  EXPECT_EQ(report.hip_unavailable_reason.empty(), amd_gpus > 0);
+  EXPECT_EQ(report.hip_unavailable_reason, unavailable_reason(DeviceType::HIP));
+  for (int i = 0; i < amd_gpus; ++i) {
+    EXPECT_EQ(report.devices[static_cast<std::size_t>(1 + cuda_gpus + i)].device, Device(DeviceType::HIP, i));
+  }
+  for (std::size_t i = 1; i < 1u + static_cast<std::size_t>(cuda_gpus); ++i) {
     EXPECT_EQ(report.devices[i].device, Device(DeviceType::CUDA, static_cast<int>(i - 1)));
     EXPECT_EQ(report.devices[i].name, cuda::device_name(static_cast<int>(i - 1)));
     EXPECT_GT(report.devices[i].compute_capability_major, 0);
@@ -128,6 +141,32 @@ TEST(SmiReport, TableShowsMemoryAllocatorFiguresAndDetails) {
             std::string::npos)
       << table;
   EXPECT_EQ(table.find("CUDA unavailable"), std::string::npos) << table;
+}
+
+TEST(SmiReport, AnAmdGpuIsListedAsHipWithItsVersions) {
+  Report report = report_with_gpu();
+  DeviceReport& amd = report.devices.back();
+  amd.device = Device(DeviceType::HIP, 0);
+  amd.name = "AMD Instinct MI210";
+  amd.driver_version = 50221153;
+  amd.runtime_version = 50221153;
+  const auto j = to_json(report);
+  EXPECT_EQ(j["devices"][1]["device"], "hip:0");
+  EXPECT_EQ(j["devices"][1]["type"], "hip");
+  EXPECT_EQ(j["devices"][1]["runtime_version"], "5.2");
+  EXPECT_EQ(j["hip_available"], true);
+  EXPECT_NE(format_table(report).find("hip:0   AMD Instinct MI210"), std::string::npos) << format_table(report);
+}
+
+TEST(SmiReport, TableEndsWithWhyHipIsUnavailable) {
+  Report report = report_with_gpu();
+  report.hip_unavailable_reason = "hipGetDeviceCount failed: hipErrorNoDevice";
+  const std::string table = format_table(report);
+  const std::string last_line = "HIP unavailable: hipGetDeviceCount failed: hipErrorNoDevice\n";
+  ASSERT_GE(table.size(), last_line.size());
+  EXPECT_EQ(table.substr(table.size() - last_line.size()), last_line);
+  EXPECT_EQ(to_json(report)["hip_unavailable_reason"], "hipGetDeviceCount failed: hipErrorNoDevice");
+  EXPECT_EQ(to_json(report)["hip_available"], false);
 }
 
 TEST(SmiReport, TableEndsWithWhyCudaIsUnavailable) {

@@ -37,22 +37,30 @@ struct DeviceReport {
   int cores = 0;                           // CPU: logical cores; GPU: multiprocessors
   int compute_capability_major = 0;        // GPU only, as the four fields below
   int compute_capability_minor = 0;
-  int driver_version = 0;  // CUDA style: 13000 is 13.0
+  int driver_version = 0;  // the runtime's own style (format_gpu_version)
   int runtime_version = 0;
   AllocatorFigures allocator;
 };
 
 /// Every device this process can use: the CPU devices first (one unless STRATA_CPU_DEVICES is set), then cuda:0,
-/// cuda:1, ...
+/// cuda:1, ..., then hip:0, hip:1, ...
 struct Report {
   std::vector<DeviceReport> devices;
   std::string cuda_unavailable_reason;  // one line; empty when CUDA is available
+  std::string hip_unavailable_reason;   // one line; empty when HIP is available
 };
 
 /// A CUDA version number as people write it: 13000 -> "13.0", 12080 -> "12.8"; "-" when unknown (0).
 inline std::string format_cuda_version(int version) {
   if (version <= 0) return "-";
   return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
+}
+
+/// A GPU runtime's version number as people write it: CUDA's as format_cuda_version, HIP's 50221153 as "5.2".
+inline std::string format_gpu_version(DeviceType type, int version) {
+  if (type != DeviceType::HIP) return format_cuda_version(version);
+  if (version <= 0) return "-";
+  return fmt::format("{}.{}", version / 10000000, (version % 10000000) / 100000);
 }
 
 /// Reads one device's properties, memory and allocator figures (creates the device's allocator, which applies
@@ -86,6 +94,9 @@ inline Report collect_report() {
   const int gpus = cuda::device_count();
   for (int i = 0; i < gpus; ++i) report.devices.push_back(describe_device(Device(DeviceType::CUDA, i)));
   if (gpus == 0) report.cuda_unavailable_reason = cuda::unavailable_reason();
+  const int amd_gpus = device_count(DeviceType::HIP);
+  for (int i = 0; i < amd_gpus; ++i) report.devices.push_back(describe_device(Device(DeviceType::HIP, i)));
+  if (amd_gpus == 0) report.hip_unavailable_reason = unavailable_reason(DeviceType::HIP);
   return report;
 }
 
@@ -96,7 +107,7 @@ inline nlohmann::ordered_json to_json(const Report& report) {
   for (const DeviceReport& d : report.devices) {
     ordered_json j;
     j["device"] = d.device.str();
-    j["type"] = d.device.is_cpu() ? "cpu" : "cuda";
+    j["type"] = device_type_name(d.device.type());
     j["index"] = d.device.index();
     j["name"] = d.name;
     j["memory_total_bytes"] = d.memory_total_bytes;
@@ -107,8 +118,8 @@ inline nlohmann::ordered_json to_json(const Report& report) {
     } else {
       j["compute_capability"] = fmt::format("{}.{}", d.compute_capability_major, d.compute_capability_minor);
       j["multiprocessors"] = d.cores;
-      j["driver_version"] = format_cuda_version(d.driver_version);
-      j["runtime_version"] = format_cuda_version(d.runtime_version);
+      j["driver_version"] = format_gpu_version(d.device.type(), d.driver_version);
+      j["runtime_version"] = format_gpu_version(d.device.type(), d.runtime_version);
     }
     ordered_json a = {{"allocated_bytes", d.allocator.allocated_bytes},
                       {"reserved_bytes", d.allocator.reserved_bytes},
@@ -122,11 +133,14 @@ inline nlohmann::ordered_json to_json(const Report& report) {
   j["cuda_available"] = report.cuda_unavailable_reason.empty();
   j["cuda_unavailable_reason"] =
       report.cuda_unavailable_reason.empty() ? ordered_json(nullptr) : ordered_json(report.cuda_unavailable_reason);
+  j["hip_available"] = report.hip_unavailable_reason.empty();
+  j["hip_unavailable_reason"] =
+      report.hip_unavailable_reason.empty() ? ordered_json(nullptr) : ordered_json(report.hip_unavailable_reason);
   return j;
 }
 
 /// The report as a table: one line per device with its memory and this process's allocator figures, a line of
-/// details under it, and the reason CUDA is unavailable when it is.
+/// details under it, and the reason CUDA or HIP is unavailable when it is.
 inline std::string format_table(const Report& report) {
   const auto bytes = [](int64_t n) { return format_bytes(static_cast<std::size_t>(n < 0 ? 0 : n)); };
   std::string out = fmt::format("{:<7} {:<32} {:>23}   {}\n", "Device", "Name", "Memory used / total",
@@ -142,7 +156,8 @@ inline std::string format_table(const Report& report) {
     } else {
       out += fmt::format("        compute capability {}.{}, {} multiprocessors, driver {}, runtime {}, {} free",
                          d.compute_capability_major, d.compute_capability_minor, d.cores,
-                         format_cuda_version(d.driver_version), format_cuda_version(d.runtime_version),
+                         format_gpu_version(d.device.type(), d.driver_version),
+                         format_gpu_version(d.device.type(), d.runtime_version),
                          format_bytes(d.memory_available_bytes));
     }
     if (d.allocator.limit_bytes) out += fmt::format(", Strata limit {}", bytes(*d.allocator.limit_bytes));
@@ -151,6 +166,7 @@ inline std::string format_table(const Report& report) {
   if (!report.cuda_unavailable_reason.empty()) {
     out += fmt::format("CUDA unavailable: {}\n", report.cuda_unavailable_reason);
   }
+  if (!report.hip_unavailable_reason.empty()) out += fmt::format("HIP unavailable: {}\n", report.hip_unavailable_reason);
   return out;
 }
 

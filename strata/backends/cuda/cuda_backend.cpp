@@ -1,9 +1,10 @@
-// The CUDA backend: libstrata_cuda, loaded by the registry (Note [Loading a device's plugin] in registry.cpp).
-#include <cuda_runtime_api.h>
+// The GPU backend: libstrata_cuda, and libstrata_hip from the same source (Note [One source for NVIDIA and AMD] in
+// kernels/gpu_vendor.h), loaded by the registry (Note [Loading a device's plugin] in registry.cpp).
 
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -14,6 +15,7 @@
 #endif
 #include "strata/core/error.h"
 #include "strata/core/macros.h"
+#include "strata/kernels/gpu_vendor.h"
 #include "strata/runtime/backend.h"
 #include "strata/runtime/plugin.h"
 
@@ -40,23 +42,30 @@ bool runtime_unloading(cudaError_t error) {
   return true;
 }
 
-// "13.0" from CUDA's 13000.
-std::string version_text(int version) { return fmt::format("{}.{}", version / 1000, version % 1000 / 10); }
+// "13.0" from CUDA's 13000; "5.2" from HIP's 50221153 (major * 10^7 + minor * 10^5 + patch).
+std::string version_text(int version) {
+  if (kGpuType == DeviceType::HIP) return fmt::format("{}.{}", version / 10000000, version % 10000000 / 100000);
+  return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
+}
+
+Device gpu(int index) { return Device(kGpuType, index); }
 
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int count) : count_(count) {
-    STRATA_CUDA_CHECK(cudaDriverGetVersion(&driver_version_), "reading the CUDA driver version");
-    STRATA_CUDA_CHECK(cudaRuntimeGetVersion(&runtime_version_), "reading the CUDA runtime version");
+    STRATA_CUDA_CHECK(cudaDriverGetVersion(&driver_version_),
+                      fmt::format("reading the {} driver version", kGpuRuntime));
+    STRATA_CUDA_CHECK(cudaRuntimeGetVersion(&runtime_version_),
+                      fmt::format("reading the {} runtime version", kGpuRuntime));
   }
 
-  DeviceType type() const override { return DeviceType::CUDA; }
+  DeviceType type() const override { return kGpuType; }
   int device_count() const override { return count_; }
 
   DeviceProperties properties(int index) const override {
     check_index(index, "properties");
     cudaDeviceProp prop{};
-    STRATA_CUDA_CHECK(cudaGetDeviceProperties(&prop, index), fmt::format("properties of cuda:{}", index));
+    STRATA_CUDA_CHECK(cudaGetDeviceProperties(&prop, index), fmt::format("properties of {}", gpu(index)));
     DeviceProperties p;
     p.name = prop.name;
     p.total_memory = prop.totalGlobalMem;
@@ -72,7 +81,7 @@ class CudaBackend final : public Backend {
     check_index(index, "memory_info");
     RuntimeDeviceGuard guard(index);
     MemoryInfo info;
-    STRATA_CUDA_CHECK(cudaMemGetInfo(&info.free, &info.total), fmt::format("memory_info of cuda:{}", index));
+    STRATA_CUDA_CHECK(cudaMemGetInfo(&info.free, &info.total), fmt::format("memory_info of {}", gpu(index)));
     return info;
   }
 
@@ -86,7 +95,7 @@ class CudaBackend final : public Backend {
       (void)cudaGetLastError();  // the allocator reports the OOM (with context) and may retry after freeing
       return nullptr;
     }
-    STRATA_CUDA_CHECK(error, fmt::format("raw_allocate of {} bytes on cuda:{}", bytes, index));
+    STRATA_CUDA_CHECK(error, fmt::format("raw_allocate of {} bytes on {}", bytes, gpu(index)));
     return ptr;
   }
 
@@ -99,7 +108,7 @@ class CudaBackend final : public Backend {
     RuntimeDeviceGuard guard(index);
     const cudaError_t error = cudaFree(ptr);
     if (runtime_unloading(error)) return;
-    STRATA_CUDA_CHECK(error, fmt::format("raw_free of {} bytes on cuda:{}", bytes, index));
+    STRATA_CUDA_CHECK(error, fmt::format("raw_free of {} bytes on {}", bytes, gpu(index)));
   }
 
   void* allocate_pinned(std::size_t bytes) override {
@@ -122,12 +131,12 @@ class CudaBackend final : public Backend {
   // The stream belongs to the device that does the copy: the GPU side, or for a peer copy the source device.
   void copy(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes, NativeStream stream,
             bool blocking) override {
-    STRATA_CHECK(dst_device.is_cuda() || src_device.is_cuda(), InvalidArgumentError,
-                 "copy: the CUDA backend was asked to copy {} -> {}, but neither side is a CUDA device", src_device,
-                 dst_device);
+    STRATA_CHECK(dst_device.type() == kGpuType || src_device.type() == kGpuType, InvalidArgumentError,
+                 "copy: the {} backend was asked to copy {} -> {}, but neither side is one of its devices", kGpuRuntime,
+                 src_device, dst_device);
     if (bytes == 0) return;
-    const int src_index = src_device.is_cuda() ? concrete_index(src_device, "copy") : -1;
-    const int dst_index = dst_device.is_cuda() ? concrete_index(dst_device, "copy") : -1;
+    const int src_index = src_device.type() == kGpuType ? concrete_index(src_device, "copy") : -1;
+    const int dst_index = dst_device.type() == kGpuType ? concrete_index(dst_device, "copy") : -1;
     const int runs_on = src_index >= 0 ? src_index : dst_index;
     RuntimeDeviceGuard guard(runs_on);
     const cudaStream_t s = to_cuda_stream(stream);
@@ -148,7 +157,7 @@ class CudaBackend final : public Backend {
     RuntimeDeviceGuard guard(index);
     cudaStream_t stream = nullptr;
     STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-                      fmt::format("create_stream on cuda:{}", index));
+                      fmt::format("create_stream on {}", gpu(index)));
     return stream;
   }
 
@@ -161,7 +170,7 @@ class CudaBackend final : public Backend {
     check_index(index, "synchronize_stream");
     RuntimeDeviceGuard guard(index);
     STRATA_CUDA_CHECK(cudaStreamSynchronize(to_cuda_stream(stream)),
-                      fmt::format("synchronize_stream on cuda:{}", index));
+                      fmt::format("synchronize_stream on {}", gpu(index)));
   }
 
   bool query_stream(int index, NativeStream stream) override {
@@ -176,7 +185,7 @@ class CudaBackend final : public Backend {
     cudaEvent_t event = nullptr;
     // cudaEventDefault keeps timing on, so any event can be used with elapsed_ms.
     STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDefault),
-                      fmt::format("create_event on cuda:{}", index));
+                      fmt::format("create_event on {}", gpu(index)));
     return event;
   }
 
@@ -188,19 +197,19 @@ class CudaBackend final : public Backend {
     check_index(index, "record_event");
     RuntimeDeviceGuard guard(index);
     STRATA_CUDA_CHECK(cudaEventRecord(to_cuda_event(event), to_cuda_stream(stream)),
-                      fmt::format("record_event on cuda:{}", index));
+                      fmt::format("record_event on {}", gpu(index)));
   }
 
   void wait_event(int index, NativeStream stream, NativeEvent event) override {
     check_index(index, "wait_event");
     RuntimeDeviceGuard guard(index);
     STRATA_CUDA_CHECK(cudaStreamWaitEvent(to_cuda_stream(stream), to_cuda_event(event), 0),
-                      fmt::format("wait_event on cuda:{}", index));
+                      fmt::format("wait_event on {}", gpu(index)));
   }
 
   void synchronize_event(int index, NativeEvent event) override {
     check_index(index, "synchronize_event");
-    STRATA_CUDA_CHECK(cudaEventSynchronize(to_cuda_event(event)), fmt::format("synchronize_event on cuda:{}", index));
+    STRATA_CUDA_CHECK(cudaEventSynchronize(to_cuda_event(event)), fmt::format("synchronize_event on {}", gpu(index)));
   }
 
   bool query_event(int index, NativeEvent event) override {
@@ -212,14 +221,14 @@ class CudaBackend final : public Backend {
     check_index(index, "elapsed_ms");
     float ms = 0;
     STRATA_CUDA_CHECK(cudaEventElapsedTime(&ms, to_cuda_event(start), to_cuda_event(end)),
-                      fmt::format("elapsed_ms on cuda:{} (both events must be recorded and completed)", index));
+                      fmt::format("elapsed_ms on {} (both events must be recorded and completed)", gpu(index)));
     return ms;
   }
 
   void synchronize_device(int index) override {
     check_index(index, "synchronize_device");
     RuntimeDeviceGuard guard(index);
-    STRATA_CUDA_CHECK(cudaDeviceSynchronize(), fmt::format("synchronize_device on cuda:{}", index));
+    STRATA_CUDA_CHECK(cudaDeviceSynchronize(), fmt::format("synchronize_device on {}", gpu(index)));
   }
 
   int current_device() const override {
@@ -230,7 +239,7 @@ class CudaBackend final : public Backend {
 
   void set_current_device(int index) override {
     check_index(index, "set_current_device");
-    STRATA_CUDA_CHECK(cudaSetDevice(index), fmt::format("set_current_device to cuda:{}", index));
+    STRATA_CUDA_CHECK(cudaSetDevice(index), fmt::format("set_current_device to {}", gpu(index)));
   }
 
   bool can_access_peer(int index, int peer) const override {
@@ -239,15 +248,15 @@ class CudaBackend final : public Backend {
     if (index == peer) return true;  // CUDA answers 0 for a device and itself; its own memory is reachable
     int can = 0;
     STRATA_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, index, peer),
-                      fmt::format("can_access_peer cuda:{} -> cuda:{}", index, peer));
+                      fmt::format("can_access_peer {} -> {}", gpu(index), gpu(peer)));
     return can != 0;
   }
 
  private:
   void check_index(int index, const char* op) const {
     STRATA_CHECK(index >= 0 && index < count_, DeviceUnavailableError,
-                 "{}: device cuda:{} is unavailable: this machine has {} CUDA device(s) (valid indices 0..{})", op,
-                 index, count_, count_ - 1);
+                 "{}: device {} is unavailable: this machine has {} {} device(s) (valid indices 0..{})", op, gpu(index),
+                 count_, kGpuRuntime, count_ - 1);
   }
 
   // "cuda" without an index means the current device (callers normally resolve it first).
@@ -264,7 +273,7 @@ class CudaBackend final : public Backend {
       (void)cudaGetLastError();
       return false;
     }
-    STRATA_CUDA_CHECK(error, fmt::format("{} on cuda:{}", op, index));
+    STRATA_CUDA_CHECK(error, fmt::format("{} on {}", op, gpu(index)));
     return false;
   }
 
@@ -280,17 +289,27 @@ std::string driver_failure_reason(cudaError_t error) {
   (void)cudaDriverGetVersion(&driver);
   (void)cudaRuntimeGetVersion(&runtime);
   (void)cudaGetLastError();
-  const std::string driver_text = driver == 0 ? std::string("no CUDA driver was found")
-                                              : fmt::format("the driver supports CUDA {}", version_text(driver));
-  return fmt::format("cudaGetDeviceCount failed: {} ({}); {}, this plugin was built for the CUDA {} runtime",
-                     cudaGetErrorName(error), cudaGetErrorString(error), driver_text, version_text(runtime));
+  std::string driver_text;
+  if (kGpuType == DeviceType::HIP) {
+    // HIP reports its own version as the driver's, driver or not; ROCm reaches AMD GPUs through /dev/kfd.
+    std::error_code ec;
+    driver_text = std::filesystem::exists("/dev/kfd", ec) ? "/dev/kfd is present"
+                                                          : "no AMD GPU driver is loaded (/dev/kfd is missing)";
+  } else {
+    driver_text = driver == 0 ? fmt::format("no {} driver was found", kGpuRuntime)
+                              : fmt::format("the driver supports {} {}", kGpuRuntime, version_text(driver));
+  }
+  const std::string name = cudaGetErrorName(error), text = cudaGetErrorString(error);
+  return fmt::format("{} failed: {}{}; {}, this plugin was built for the {} {} runtime",
+                     kGpuType == DeviceType::HIP ? "hipGetDeviceCount" : "cudaGetDeviceCount", name,
+                     text == name ? "" : fmt::format(" ({})", text), driver_text, kGpuRuntime, version_text(runtime));
 }
 
 }  // namespace
 
 }  // namespace strata::cuda
 
-/// The plugin's entry point (runtime/plugin.h): a new CUDA backend, or nullptr with a one-line reason when the
+/// The plugin's entry point (runtime/plugin.h): a new CUDA (or HIP) backend, or nullptr with a one-line reason when the
 /// driver is missing or too old or no GPU is visible. Never throws: the caller is C code as far as the ABI goes.
 extern "C" STRATA_EXPORT strata::Backend* strata_create_backend(std::string* why_not) {
   std::string reason;
@@ -300,9 +319,12 @@ extern "C" STRATA_EXPORT strata::Backend* strata_create_backend(std::string* why
     if (error != cudaSuccess) {
       reason = strata::cuda::driver_failure_reason(error);
     } else if (count == 0) {
-      const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-      reason = visible == nullptr ? std::string("the CUDA driver reports no GPU")
-                                  : fmt::format("the CUDA driver reports no GPU (CUDA_VISIBLE_DEVICES='{}')", visible);
+      const char* variable =
+          strata::kGpuType == strata::DeviceType::HIP ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES";
+      const char* visible = std::getenv(variable);
+      reason = visible == nullptr
+                   ? fmt::format("the {} driver reports no GPU", strata::kGpuRuntime)
+                   : fmt::format("the {} driver reports no GPU ({}='{}')", strata::kGpuRuntime, variable, visible);
     } else {
       auto backend = std::make_unique<strata::cuda::CudaBackend>(count);
 #if STRATA_HAVE_NCCL

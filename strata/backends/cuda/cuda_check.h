@@ -1,10 +1,9 @@
 #pragma once
 
-#include <cuda_runtime_api.h>
-
 #include <string_view>
 
 #include "strata/core/error.h"
+#include "strata/kernels/gpu_vendor.h"
 
 namespace strata::cuda {
 
@@ -37,8 +36,9 @@ namespace strata::cuda {
 class RuntimeDeviceGuard {
  public:
   explicit RuntimeDeviceGuard(int index) : index_(index) {
-    STRATA_CUDA_CHECK(cudaGetDevice(&previous_), "reading the current CUDA device");
-    if (previous_ != index_) STRATA_CUDA_CHECK(cudaSetDevice(index_), fmt::format("selecting cuda:{}", index_));
+    STRATA_CUDA_CHECK(cudaGetDevice(&previous_), "reading the current GPU device");
+    if (previous_ != index_)
+      STRATA_CUDA_CHECK(cudaSetDevice(index_), fmt::format("selecting {}", Device(kGpuType, index_)));
   }
   // Going back cannot reasonably fail once selecting worked, and a destructor must not throw.
   ~RuntimeDeviceGuard() {

@@ -2,5 +2,5 @@
 #include "strata/backends/portable/elementwise_ops.h"
 
 namespace strata {
-static const bool activation_kernels_registered = (portable::register_activation_kernels(DeviceType::CUDA), true);
+static const bool activation_kernels_registered = (portable::register_activation_kernels(kGpuType), true);
 }  // namespace strata

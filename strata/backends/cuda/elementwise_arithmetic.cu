@@ -2,5 +2,5 @@
 #include "strata/backends/portable/elementwise_ops.h"
 
 namespace strata {
-static const bool arithmetic_kernels_registered = (portable::register_arithmetic_kernels(DeviceType::CUDA), true);
+static const bool arithmetic_kernels_registered = (portable::register_arithmetic_kernels(kGpuType), true);
 }  // namespace strata

@@ -2,5 +2,5 @@
 #include "strata/backends/portable/elementwise_ops.h"
 
 namespace strata {
-static const bool comparison_kernels_registered = (portable::register_comparison_kernels(DeviceType::CUDA), true);
+static const bool comparison_kernels_registered = (portable::register_comparison_kernels(kGpuType), true);
 }  // namespace strata

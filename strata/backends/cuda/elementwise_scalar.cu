@@ -2,5 +2,5 @@
 #include "strata/backends/portable/elementwise_ops.h"
 
 namespace strata {
-static const bool scalar_kernels_registered = (portable::register_scalar_kernels(DeviceType::CUDA), true);
+static const bool scalar_kernels_registered = (portable::register_scalar_kernels(kGpuType), true);
 }  // namespace strata

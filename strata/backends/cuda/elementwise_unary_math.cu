@@ -2,5 +2,5 @@
 #include "strata/backends/portable/elementwise_ops.h"
 
 namespace strata {
-static const bool unary_math_kernels_registered = (portable::register_unary_math_kernels(DeviceType::CUDA), true);
+static const bool unary_math_kernels_registered = (portable::register_unary_math_kernels(kGpuType), true);
 }  // namespace strata

@@ -3,7 +3,7 @@
 // What the plugin's library calls share: the stream a NativeStream names, and one library handle per device for
 // the calling thread.
 
-#include <cuda_runtime_api.h>
+#include "strata/kernels/gpu_vendor.h"
 
 #include <cstddef>
 #include <vector>

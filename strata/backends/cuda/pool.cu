@@ -2,5 +2,5 @@
 #include "strata/backends/portable/pool_ops.h"
 
 namespace strata {
-static const bool pool_kernels_registered = (portable::register_pool_kernels(DeviceType::CUDA), true);
+static const bool pool_kernels_registered = (portable::register_pool_kernels(kGpuType), true);
 }  // namespace strata

@@ -3,5 +3,5 @@
 
 namespace strata::portable {
 template void reduce_family<ReduceFamily::Moments>(const kernels::LaunchSite&, const TensorView&, const TensorView&,
-                                                const ops::ReduceParams&);
+                                                   const ops::ReduceParams&);
 }  // namespace strata::portable

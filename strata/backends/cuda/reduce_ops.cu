@@ -4,13 +4,13 @@
 
 namespace strata {
 namespace portable {
-extern template void reduce_family<ReduceFamily::Sum>(const kernels::LaunchSite&, const TensorView&,
-                                                      const TensorView&, const ops::ReduceParams&);
+extern template void reduce_family<ReduceFamily::Sum>(const kernels::LaunchSite&, const TensorView&, const TensorView&,
+                                                      const ops::ReduceParams&);
 extern template void reduce_family<ReduceFamily::Extremum>(const kernels::LaunchSite&, const TensorView&,
                                                            const TensorView&, const ops::ReduceParams&);
 extern template void reduce_family<ReduceFamily::Moments>(const kernels::LaunchSite&, const TensorView&,
                                                           const TensorView&, const ops::ReduceParams&);
 }  // namespace portable
 
-STRATA_REGISTER_KERNEL("reduce", CUDA, ReduceFn, portable::reduce_kernel);
+STRATA_REGISTER_KERNEL("reduce", STRATA_GPU_TYPE, ReduceFn, portable::reduce_kernel);
 }  // namespace strata

@@ -1,5 +1,5 @@
 #include "strata/backends/portable/softmax_ops.h"
 
 namespace strata {
-STRATA_REGISTER_KERNEL("softmax", CUDA, SoftmaxFn, portable::softmax_kernel);
+STRATA_REGISTER_KERNEL("softmax", STRATA_GPU_TYPE, SoftmaxFn, portable::softmax_kernel);
 }  // namespace strata

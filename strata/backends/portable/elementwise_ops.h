@@ -296,7 +296,7 @@ constexpr int64_t cpu_grain() {
 /// (Note [Elementwise loops]).
 template <typename Op, typename Loop>
 void run(const kernels::LaunchSite& site, int64_t n, const Loop& loop) {
-#if defined(__CUDACC__)
+#if defined(STRATA_GPU_COMPILER)
   kernels::forall(site, (n + Loop::kPerThread - 1) / Loop::kPerThread, loop);
 #else
   if (!site.device.is_cpu()) kernels::detail::throw_host_only(site);

@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "strata/core/macros.h"
 
@@ -50,14 +49,14 @@ STRATA_HOST_DEVICE inline PhiloxBlock philox_block(std::uint64_t seed, std::uint
 
 namespace detail {
 STRATA_HOST_DEVICE inline double fma(double a, double b, double c) {
-#if defined(__CUDA_ARCH__)
+#if defined(STRATA_DEVICE_PASS)
   return ::fma(a, b, c);
 #else
   return std::fma(a, b, c);
 #endif
 }
 STRATA_HOST_DEVICE inline double sqrt(double x) {
-#if defined(__CUDA_ARCH__)
+#if defined(STRATA_DEVICE_PASS)
   return ::sqrt(x);
 #else
   return std::sqrt(x);
@@ -68,11 +67,11 @@ STRATA_HOST_DEVICE inline double sqrt(double x) {
 /// Natural logarithm of a positive, normal x (to about 1 ulp), reproducible on host and device.
 STRATA_HOST_DEVICE inline double portable_log(double x) {
   std::uint64_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
+  STRATA_BIT_COPY(&bits, &x, sizeof bits);
   int64_t exponent = static_cast<int64_t>((bits >> 52) & 0x7ff) - 1023;
   bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;  // mantissa m in [1, 2)
   double m;
-  std::memcpy(&m, &bits, sizeof m);
+  STRATA_BIT_COPY(&m, &bits, sizeof m);
   if (m > 1.4142135623730951) {  // keep m in [sqrt(1/2), sqrt(2)] so that s stays small
     m *= 0.5;
     ++exponent;

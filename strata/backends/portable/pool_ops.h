@@ -84,7 +84,7 @@ struct MaxPoolForward {
   void plane(int64_t k) const {
     const T* x = in + k * g.h * g.w;
     const int64_t base = k * g.oh * g.ow;
-#if !defined(__CUDACC__)
+#if !defined(STRATA_GPU_COMPILER)
     if constexpr (std::is_same_v<T, float>) {
       if (p.kernel_h == 2 && p.kernel_w == 2 && p.stride_h == 2 && p.stride_w == 2 && p.pad_h == 0 && p.pad_w == 0 &&
           g.ow >= 4 && g.w < std::numeric_limits<int32_t>::max()) {
@@ -98,7 +98,7 @@ struct MaxPoolForward {
       }
     }
   }
-#if !defined(__CUDACC__)
+#if !defined(STRATA_GPU_COMPILER)
   // The networks' usual 2x2/2 pooling of floats, four outputs at a time in GCC's generic vectors (SSE2 on x86-64):
   // two input rows at a time, maxima and where each lies in its window from lane-wise comparisons (all-ones
   // masks, hence the minus signs), the indices widened to int64 in the register. A row's last four outputs
@@ -274,7 +274,7 @@ struct AdaptiveAvgPoolBackward {
 /// (F::plane) on the thread pool.
 template <typename F>
 void for_planes(const kernels::LaunchSite& site, int64_t n, int64_t planes, const F& f) {
-#if defined(__CUDACC__)
+#if defined(STRATA_GPU_COMPILER)
   (void)planes;
   kernels::forall(site, n, f);
 #else

@@ -56,7 +56,7 @@ struct ReduceLayout {
   }
 };
 
-#if defined(__CUDA_ARCH__)
+#if defined(STRATA_DEVICE_PASS)
 /// Merges the accumulators of a block's threads (blockDim.x a power of two); every thread gets the result.
 template <typename Acc>
 __device__ Acc block_merge(Acc acc, const ops::ReduceParams& p) {
@@ -92,7 +92,7 @@ __device__ Acc column_merge(Acc acc, const ops::ReduceParams& p) {
 template <typename Acc, typename T>
 STRATA_HOST_DEVICE Acc accumulate_serial(const T* row, const ReduceLayout& l, int64_t begin, int64_t end,
                                          const ops::ReduceParams& p) {
-#if defined(__CUDA_ARCH__)
+#if defined(STRATA_DEVICE_PASS)
   Acc acc = Acc::identity(p);
   for (int64_t k = begin; k < end;) {
     const int64_t j = k / l.inner_size, i = k - j * l.inner_size;
@@ -151,7 +151,7 @@ struct ReduceRows {
   }
   STRATA_HOST_DEVICE void operator()(const kernels::ThreadIndex& idx) const {
     const int64_t item = idx.block.x;
-#if defined(__CUDA_ARCH__)
+#if defined(STRATA_DEVICE_PASS)
     const int64_t row = item / l.segments, segment = item - row * l.segments;
     int64_t o[2];
     l.rows.offsets(row, o);
@@ -221,12 +221,14 @@ struct ReduceTiles {
     }
   }
   STRATA_HOST_DEVICE void operator()(int64_t item) const {
-#if !defined(__CUDA_ARCH__)
+#if !defined(STRATA_DEVICE_PASS)
     fold_tile(item);
+#else
+    (void)item;  // the device runs the ThreadIndex overload
 #endif
   }
   STRATA_HOST_DEVICE void operator()(const kernels::ThreadIndex& idx) const {
-#if defined(__CUDA_ARCH__)
+#if defined(STRATA_DEVICE_PASS)
     const int64_t tile = idx.block.x / l.segments, segment = idx.block.x - tile * l.segments;
     const int64_t row = tile * idx.block_dim.x + idx.thread.x;
     const bool valid = row < rows;  // every thread still joins the merge below
@@ -264,7 +266,7 @@ struct MergePartials {
   }
   STRATA_HOST_DEVICE void operator()(const kernels::ThreadIndex& idx) const {
     const int64_t row = idx.block.x;
-#if defined(__CUDA_ARCH__)
+#if defined(STRATA_DEVICE_PASS)
     Acc acc = Acc::identity(p);
     for (int64_t s = idx.thread.x; s < segments; s += idx.block_dim.x) acc.merge(partials[row * segments + s], p);
     acc = block_merge(acc, p);

@@ -59,7 +59,7 @@ struct SoftmaxRows {
     write(out + o[0], x, 0, 1, max, sum);
   }
   STRATA_HOST_DEVICE void operator()(const kernels::ThreadIndex& idx) const {
-#if defined(__CUDA_ARCH__)
+#if defined(STRATA_DEVICE_PASS)
     int64_t o[2];
     rows.offsets(idx.block.x, o);
     const T* x = in + o[1];

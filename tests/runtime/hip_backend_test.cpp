@@ -1,0 +1,101 @@
+// The HIP (AMD) backend plugin, libstrata_hip, as seen through libstrata. No machine of ours has an AMD GPU, so what
+// is tested is that a build with hipcc has the plugin, that it loads, and that it declines with a one-line reason
+// that says why HIP is unavailable; and that "hip" devices are named and refused like any absent device.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "strata/core/error.h"
+#include "strata/ops/op_support.h"
+#include "strata/runtime/plugin.h"
+#include "strata/runtime/registry.h"
+
+namespace strata {
+namespace {
+
+// /dev/kfd is the AMD GPU driver's device file; ROCm finds GPUs through it.
+bool machine_has_amd_gpu() {
+  std::error_code ec;
+  return std::filesystem::exists("/dev/kfd", ec);
+}
+
+// The plugin beside libstrata, where the build puts it; empty when this build has none.
+std::filesystem::path built_plugin() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&unavailable_reason), &info) == 0 || info.dli_fname == nullptr) return {};
+  const auto path = std::filesystem::path(info.dli_fname).parent_path() / plugin_file(DeviceType::HIP);
+  return std::filesystem::exists(path) ? path : std::filesystem::path();
+}
+
+TEST(HipDevice, IsNamedHipAndParsed) {
+  EXPECT_EQ(Device("hip:1"), Device(DeviceType::HIP, 1));
+  EXPECT_EQ(Device("hip").str(), "hip");
+  EXPECT_EQ(Device(DeviceType::HIP, 2).str(), "hip:2");
+  EXPECT_TRUE(Device("hip:0").is_hip());
+  EXPECT_FALSE(Device("hip:0").is_cuda());
+  EXPECT_EQ(plugin_file(DeviceType::HIP), "libstrata_hip.so");
+  try {
+    (void)Device("rocm:0");
+    ADD_FAILURE() << "'rocm:0' was accepted";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("'hip' or 'hip:N'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(HipAvailability, ReasonIsGivenExactlyWhenNoAmdGpuIsUsable) {
+  const std::string reason = unavailable_reason(DeviceType::HIP);
+  EXPECT_EQ(device_count(DeviceType::HIP) > 0, reason.empty()) << reason;
+  EXPECT_EQ(reason.find('\n'), std::string::npos) << "the reason must be one line: " << reason;
+  if (machine_has_amd_gpu()) return;
+  EXPECT_FALSE(reason.empty());
+  EXPECT_EQ(device_count(DeviceType::HIP), 0);
+  try {
+    backend(Device("hip:0"));
+    ADD_FAILURE() << "backend(hip:0) did not throw although HIP is unavailable";
+  } catch (const DeviceUnavailableError& e) {
+    EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+  }
+#if defined(STRATA_TEST_HIP_PLUGIN)
+  // The plugin was built, so it loaded: the reason is the HIP runtime's, not a missing file.
+  EXPECT_NE(reason.find("hipGetDeviceCount"), std::string::npos) << reason;
+#endif
+}
+
+TEST(HipPlugin, IsBuiltWhereHipccWasFoundAndDeclinesWithoutAnAmdGpu) {
+  const auto path = built_plugin();
+#if defined(STRATA_TEST_HIP_PLUGIN)
+  ASSERT_FALSE(path.empty()) << "this build compiled the HIP plugin, but " << plugin_file(DeviceType::HIP)
+                             << " is not beside libstrata";
+#else
+  if (path.empty()) GTEST_SKIP() << "HIP unavailable: this build has no HIP plugin (hipcc was not found)";
+#endif
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto create = reinterpret_cast<CreateBackendFn>(dlsym(handle, kCreateBackendSymbol));
+  ASSERT_NE(create, nullptr) << path << " has no " << kCreateBackendSymbol;
+  std::string why_not;
+  std::unique_ptr<Backend> created(create(&why_not));
+  if (created == nullptr) {
+    EXPECT_NE(why_not.find("HIP"), std::string::npos) << why_not;
+    EXPECT_EQ(why_not.find('\n'), std::string::npos) << why_not;
+    EXPECT_FALSE(machine_has_amd_gpu()) << "the plugin declined on a machine with an AMD GPU: " << why_not;
+  } else {
+    EXPECT_TRUE(why_not.empty()) << why_not;
+    EXPECT_EQ(created->type(), DeviceType::HIP);
+    EXPECT_GE(created->device_count(), 1);
+  }
+}
+
+TEST(HipPlugin, SupportsNothingWhileUnavailable) {
+  if (machine_has_amd_gpu()) GTEST_SKIP() << "this machine has an AMD GPU";
+  // The plugin's kernels enter the op table only when it loads a backend; without a device nothing of HIP's is
+  // there, so callers asking first are told no rather than finding out at the call.
+  EXPECT_FALSE(supports(DeviceType::HIP, "add"));
+  EXPECT_FALSE(supports(DeviceType::HIP, "gemm"));
+}
+
+}  // namespace
+}  // namespace strata
