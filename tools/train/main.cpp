@@ -13,6 +13,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <thread>
 
 #include "strata/core/error.h"
 #include "strata/data/fashion_mnist.h"
@@ -76,29 +77,36 @@ CLI::Validator number_check(T min, const char* wanted) {
 
 // Note [A clean stop on SIGINT and SIGTERM]
 // Clusters preempt with SIGTERM and people press Ctrl-C; either would otherwise lose the epoch under way. The first
-// of them asks the trainer to stop after the step under way (Trainer::request_stop, an atomic store, safe in a
-// handler): it writes a checkpoint that resumes exactly from that step, and the tool prints where it stopped and
-// how to resume, then exits 128 + the signal's number (130, 143), as a shell reports a process killed by it. The
-// handler also restores the default actions, so a second signal ends the process at once.
+// of them asks the trainer to stop after the step under way (Trainer::request_stop, an atomic store): it writes a
+// checkpoint that resumes exactly from that step, and the tool prints where it stopped and how to resume, then
+// exits 128 + the signal's number (130, 143), as a shell reports a process killed by it. A second signal ends the
+// process at once, by that signal.
+// No asynchronous handler takes them. They are blocked first thing in main, before any thread exists (threads
+// inherit the mask), and one thread of ours waits for them with sigwait. A handler runs on the stack of whichever
+// thread the signal interrupts, and under load about one run in twenty died after SIGTERM with a corrupted heap
+// ("double free or corruption", SIGSEGV): AddressSanitizer caught the handler writing its locals inside a heap
+// block, so the interrupted thread's stack pointer was not on a stack (inside a math library's kernel, we
+// believe; no frame says which). With sigwait no other thread is interrupted, and none of their system calls
+// fails with EINTR either.
 std::atomic<train::Trainer*> g_trainer{nullptr};
-volatile std::sig_atomic_t g_signal = 0;
+std::atomic<int> g_signal{0};
 
-extern "C" void on_stop_signal(int signal) {
-  if (g_signal == 0) g_signal = signal;
-  struct sigaction default_action {};
-  default_action.sa_handler = SIG_DFL;
-  sigaction(SIGINT, &default_action, nullptr);
-  sigaction(SIGTERM, &default_action, nullptr);
-  if (train::Trainer* trainer = g_trainer.load()) trainer->request_stop();
-}
-
-void install_stop_handlers() {
-  struct sigaction action {};
-  action.sa_handler = on_stop_signal;
-  action.sa_flags = SA_RESTART;  // reads of the dataset must not fail with EINTR
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+void start_stop_signal_thread() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::thread([signals] {
+    int signal = 0;
+    if (sigwait(&signals, &signal) != 0) return;
+    g_signal = signal;
+    if (train::Trainer* trainer = g_trainer.load()) trainer->request_stop();
+    if (sigwait(&signals, &signal) != 0) return;
+    // The second: its default action, which ends the process, now that this thread lets it through.
+    pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
+    raise(signal);
+  }).detach();
 }
 
 // The command line again, as a shell would read it, with --resume added when it was not there.
@@ -137,6 +145,7 @@ nlohmann::json to_json(const train::EpochReport& r) {
 
 int main(int argc, char** argv) {
   strata::restart_with_short_openmp_spin(argv);
+  start_stop_signal_thread();  // before any other thread starts (Note [A clean stop on SIGINT and SIGTERM])
   CLI::App app{"strata-train: trains the reference CNN on Fashion-MNIST"};
   train::TrainOptions options;
   std::string device = "best";
@@ -176,7 +185,6 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print one JSON document instead of lines");
   CLI11_PARSE(app, argc, argv);
   options.resume = options.resume || options.accept_changes;
-  install_stop_handlers();
 
   try {
     // Under mpirun the world is every rank (Note [Training on several ranks]); "best" is then this rank's GPU.

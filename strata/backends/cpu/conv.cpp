@@ -437,7 +437,7 @@ CachedPass cached_pass(const ConvShape& s, Pass pass, bool with_bias) {
   const Key key{static_cast<int64_t>(pass), s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, p.stride_h, p.stride_w, p.pad_h,
                 p.pad_w, p.dilation_h, p.dilation_w, p.groups, with_bias, pass == Pass::Forward && p.relu, winograd};
   static std::mutex mutex;
-  static auto& cache = *new std::map<Key, CachedPass>();  // Note [oneDNN objects live until the process ends]
+  static std::map<Key, CachedPass> cache;
   {
     std::lock_guard lock(mutex);
     if (auto it = cache.find(key); it != cache.end()) return it->second;

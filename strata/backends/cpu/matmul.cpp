@@ -90,7 +90,7 @@ dnnl::matmul matmul_primitive(const Gemm& g, const dnnl::memory::desc& a, const 
                 0,
                 0};
   static std::mutex mutex;
-  static auto& cache = *new std::map<Key, dnnl::matmul>();  // Note [oneDNN objects live until the process ends]
+  static std::map<Key, dnnl::matmul> cache;
   {
     std::lock_guard lock(mutex);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
