@@ -55,8 +55,9 @@ std::string dtypes_text(const std::optional<ops::DTypeSet>& dtypes) {
 }
 
 // One line per op: for the CPU, the reference, how often the cases reached it; for every other device type,
-// "covered" with the count, "UNCOVERED", "no device" where it has a kernel that could not run here, or "-" where it
-// has no kernel (what that type lacks); then the dtypes the CPU kernel lists.
+// "covered" with the count, "UNCOVERED", "no device" where it has a kernel that could not run here, "stand-in" where
+// its kernel handles no dtype (it only says what is missing), or "-" where it has no kernel; then the dtypes the CPU
+// kernel lists.
 std::string coverage_table(const std::vector<ops::KernelTableRow>& rows, const DeviceTypes& ran) {
   std::ostringstream out;
   out << fmt::format("{:<30}", "op");
@@ -70,6 +71,8 @@ std::string coverage_table(const std::vector<ops::KernelTableRow>& rows, const D
       std::string cell = "-";
       if (row.registered[t] && static_cast<DeviceType>(t) == DeviceType::CPU) {
         cell = fmt::format("reference ({})", row.calls[t]);
+      } else if (row.registered[t] && row.dtypes[t] && *row.dtypes[t] == ops::DTypeSet{}) {
+        cell = "stand-in";
       } else if (row.registered[t] && !contains(ran, t)) {
         cell = "no device";
       } else if (row.registered[t]) {
@@ -147,6 +150,10 @@ TEST(OpCoverage, ARegisteredPairThatNoCaseReachedIsUncovered) {
   const std::string table = coverage_table(rows, {DeviceType::CUDA});
   EXPECT_NE(table.find("UNCOVERED"), std::string::npos) << table;
   EXPECT_NE(table.find("covered (2)"), std::string::npos) << table;
+  rows[2].registered[cuda] = true;  // a kernel of no dtype, which only says what is missing
+  rows[2].dtypes[cuda] = ops::DTypeSet{};
+  EXPECT_NE(coverage_table(rows, {DeviceType::CUDA}).find("stand-in"), std::string::npos);
+  rows[2].registered[cuda] = false;
   // Without a device of that type the cases could not reach it: not a failure, and the table says why.
   EXPECT_TRUE(uncovered_pairs(rows, {}).empty());
   EXPECT_NE(coverage_table(rows, {}).find("no device"), std::string::npos) << coverage_table(rows, {});

@@ -1,6 +1,7 @@
 // The ops of the HIP plugin that need a vendor library Debian 12 does not package: matrix products (hipBLAS or
-// rocBLAS) and convolution (MIOpen). They are registered, so that the op table shows HIP has them in name, and
-// each says what is missing rather than "no kernel for hip". Decision: no hand-written GEMM or convolution kernel
+// rocBLAS) and convolution (MIOpen). They are registered so that a call says what is missing rather than "no kernel
+// for hip", with an empty dtype list, so that supports(HIP, op, dtype) answers no for every dtype and the op-coverage
+// table shows them as stand-ins: what HIP lacks. Decision: no hand-written GEMM or convolution kernel
 // stands in for them. It could be neither run nor timed on our machines, which have no AMD GPU, and a slow or wrong
 // product would be worse than a clear error.
 #include "strata/core/error.h"
@@ -35,7 +36,8 @@ void conv2d_backward_kernel(const ops::OpCall& call, const TensorView&, const Te
 
 }  // namespace
 
-STRATA_REGISTER_KERNEL("gemm", HIP, GemmFn, gemm_kernel);
-STRATA_REGISTER_KERNEL("conv2d", HIP, Conv2dFn, conv2d_kernel);
-STRATA_REGISTER_KERNEL("conv2d_backward", HIP, Conv2dBackwardFn, conv2d_backward_kernel);
+STRATA_REGISTER_KERNEL_WITH_DTYPES("gemm", HIP, GemmFn, gemm_kernel, ops::DTypeSet{});
+STRATA_REGISTER_KERNEL_WITH_DTYPES("conv2d", HIP, Conv2dFn, conv2d_kernel, ops::DTypeSet{});
+STRATA_REGISTER_KERNEL_WITH_DTYPES("conv2d_backward", HIP, Conv2dBackwardFn, conv2d_backward_kernel,
+                                   ops::DTypeSet{});
 }  // namespace strata
