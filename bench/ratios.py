@@ -7,11 +7,12 @@ With --baseline TOOL,TOOL (files TOOL-W.json in torch_bench's shape; the raw BLA
 best of those tools per metric is a second baseline, printed as its own ratio beside the incumbent's."""
 import argparse, datetime, json, os, re, subprocess
 
-# Issue 6 targets. "ratio": on Strata / the incumbent; "baseline": on Strata / the best of the --baseline tools;
-# "strata": on Strata's own value.
+# Targets. "ratio": on Strata / the incumbent; "baseline": on Strata / the best of the --baseline tools;
+# "strata": on Strata's own value. "cpu": against Debian's LibTorch 1.13; "cpu-pytorch2": against today's PyTorch
+# (the LibTorch of its wheel), which is faster, so the ratios asked for are looser where it caught up.
 CPU_TARGETS = {
-    "epoch_cpu_seconds": ("<=", 0.6, "ratio"),
-    "conv2d_cpu_fwd_bwd_ms": ("<=", 0.8, "ratio"),
+    "epoch_cpu_seconds": ("<=", 0.45, "ratio"),
+    "conv2d_cpu_fwd_bwd_ms": ("<=", 0.6, "ratio"),
     "tiny_add_cpu_ns": ("<=", 0.3, "ratio"),
     "vector_add_cpu_into_fraction": (">=", 0.95, "strata"),
     "vector_add_cpu_alloc_fraction": (">=", 0.8, "strata"),
@@ -21,6 +22,13 @@ CPU_TARGETS = {
 # sgemm: >= 1.0x the best of OpenBLAS/oneDNN, the raw libraries (bench/compare-libtorch/blas_bench.cpp).
 for n in (128, 256, 512, 1024, 2048, 4096):
     CPU_TARGETS[f"matmul_cpu_n{n}"] = (">=", 1.0, "baseline")
+CPU_PYTORCH2_TARGETS = {
+    **CPU_TARGETS,
+    "epoch_cpu_seconds": ("<=", 0.6, "ratio"),
+    "conv2d_cpu_fwd_bwd_ms": ("<=", 0.8, "ratio"),
+    "startup_first_op_ms": ("<=", 0.05, "ratio"),
+    "compile_train_program_s": ("<=", 0.2, "ratio"),
+}
 GPU_TARGETS = {
     "vector_add_gpu_into_fraction": (">=", 0.9, "strata"),
     "epoch_gpu_seconds": ("<=", 0.7, "ratio"),
@@ -145,13 +153,13 @@ def main():
     ap.add_argument("--command", default="bench/compare-libtorch/run")
     ap.add_argument("--json", required=True)
     ap.add_argument("--against", default="LibTorch")
-    ap.add_argument("--targets", choices=("cpu", "gpu"), default="cpu")
+    ap.add_argument("--targets", choices=("cpu", "cpu-pytorch2", "gpu"), default="cpu")
     ap.add_argument("--baseline", default="", help="tools whose best value per metric is a second baseline")
     ap.add_argument("--baseline-name", default="best BLAS")
     ap.add_argument("--rounds", type=int, default=1, help="files of round n > 1 are named W.n.json")
     a = ap.parse_args()
 
-    targets = CPU_TARGETS if a.targets == "cpu" else GPU_TARGETS
+    targets = {"cpu": CPU_TARGETS, "cpu-pytorch2": CPU_PYTORCH2_TARGETS, "gpu": GPU_TARGETS}[a.targets]
     rounds = [load_round(a, "" if r == 1 else f".{r}") for r in range(1, a.rounds + 1)]
     last = rounds[-1]
     strata, torch, machine, torch_info = last["strata"], last["torch"], last["machine"], last["torch_info"]
