@@ -59,18 +59,6 @@ std::filesystem::path library_folder() {
   return std::filesystem::path(info.dli_fname).parent_path();
 }
 
-std::vector<std::filesystem::path> plugin_folders() {
-  std::vector<std::filesystem::path> folders;
-  if (const char* env = std::getenv("STRATA_BACKEND_PATH")) {
-    std::stringstream list(env);
-    std::string item;
-    while (std::getline(list, item, ':')) {
-      if (!item.empty()) folders.emplace_back(item);
-    }
-  }
-  folders.push_back(library_folder());
-  return folders;
-}
 
 // Note [Loading a device's plugin]
 // Every device type but the CPU is a separate library, libstrata_<type>.so (libstrata_cuda.so), so that one build
@@ -156,6 +144,19 @@ void ensure_loaded(Registry& r, DeviceType type) {
 }
 
 }  // namespace
+
+std::vector<std::filesystem::path> plugin_folders() {
+  std::vector<std::filesystem::path> folders;
+  if (const char* env = std::getenv("STRATA_BACKEND_PATH")) {
+    std::stringstream list(env);
+    std::string item;
+    while (std::getline(list, item, ':')) {
+      if (!item.empty()) folders.emplace_back(item);
+    }
+  }
+  folders.push_back(library_folder());
+  return folders;
+}
 
 Backend* find_backend(DeviceType type) {
   auto& r = registry();

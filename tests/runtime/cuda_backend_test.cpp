@@ -19,6 +19,7 @@
 #include "strata/runtime/registry.h"
 #include "strata/runtime/stream.h"
 #include "strata/runtime/transfer.h"
+#include "runtime/plugin_entry.h"
 #include "test_devices.h"
 
 namespace strata {
@@ -66,26 +67,6 @@ std::vector<std::uint8_t> pattern(std::size_t bytes, std::uint8_t seed) {
   return v;
 }
 
-std::filesystem::path find_plugin() {
-  std::vector<std::filesystem::path> folders;
-  if (const char* env = std::getenv("STRATA_BACKEND_PATH")) {
-    std::stringstream list(env);
-    std::string item;
-    while (std::getline(list, item, ':')) {
-      if (!item.empty()) folders.emplace_back(item);
-    }
-  }
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&cuda::is_available), &info) != 0 && info.dli_fname != nullptr) {
-    folders.push_back(std::filesystem::path(info.dli_fname).parent_path());
-  }
-  const std::string file = plugin_file(DeviceType::CUDA);
-  for (const auto& folder : folders) {
-    if (std::filesystem::exists(folder / file)) return folder / file;
-  }
-  return {};
-}
-
 TEST(CudaAvailability, ReasonIsGivenExactlyWhenNoGpuIsUsable) {
   const std::string reason = cuda::unavailable_reason();
   EXPECT_EQ(cuda::is_available(), reason.empty()) << reason;
@@ -106,15 +87,9 @@ TEST(CudaAvailability, ReasonIsGivenExactlyWhenNoGpuIsUsable) {
 }
 
 TEST(CudaPlugin, EntryPointCreatesABackendOrSaysWhyNot) {
-  const auto path = find_plugin();
+  const auto path = testing::find_plugin(DeviceType::CUDA);
   if (path.empty()) GTEST_SKIP() << "CUDA unavailable: this build has no CUDA plugin: " << cuda::unavailable_reason();
-  // The registry may have loaded it already; dlopen then hands back the same library.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
-  auto create = reinterpret_cast<CreateBackendFn>(dlsym(handle, kCreateBackendSymbol));
-  ASSERT_NE(create, nullptr) << path << " has no " << kCreateBackendSymbol;
-  std::string why_not;
-  std::unique_ptr<Backend> created(create(&why_not));
+  const auto [created, why_not] = testing::call_entry_point(path);
   if (created == nullptr) {
     EXPECT_FALSE(why_not.empty());
     EXPECT_EQ(why_not.find('\n'), std::string::npos) << why_not;

@@ -1,17 +1,15 @@
 // The HIP (AMD) backend plugin, libstrata_hip, as seen through libstrata. No machine of ours has an AMD GPU, so what
 // is tested is that a build with hipcc has the plugin, that it loads, and that it declines with a one-line reason
 // that says why HIP is unavailable; and that "hip" devices are named and refused like any absent device.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <memory>
 #include <string>
 
 #include "strata/core/error.h"
 #include "strata/ops/op_support.h"
-#include "strata/runtime/plugin.h"
 #include "strata/runtime/registry.h"
+#include "runtime/plugin_entry.h"
 
 namespace strata {
 namespace {
@@ -20,14 +18,6 @@ namespace {
 bool machine_has_amd_gpu() {
   std::error_code ec;
   return std::filesystem::exists("/dev/kfd", ec);
-}
-
-// The plugin beside libstrata, where the build puts it; empty when this build has none.
-std::filesystem::path built_plugin() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&unavailable_reason), &info) == 0 || info.dli_fname == nullptr) return {};
-  const auto path = std::filesystem::path(info.dli_fname).parent_path() / plugin_file(DeviceType::HIP);
-  return std::filesystem::exists(path) ? path : std::filesystem::path();
 }
 
 TEST(HipDevice, IsNamedHipAndParsed) {
@@ -65,19 +55,14 @@ TEST(HipAvailability, ReasonIsGivenExactlyWhenNoAmdGpuIsUsable) {
 }
 
 TEST(HipPlugin, IsBuiltWhereHipccWasFoundAndDeclinesWithoutAnAmdGpu) {
-  const auto path = built_plugin();
+  const auto path = testing::find_plugin(DeviceType::HIP);
 #if defined(STRATA_TEST_HIP_PLUGIN)
   ASSERT_FALSE(path.empty()) << "this build compiled the HIP plugin, but " << plugin_file(DeviceType::HIP)
                              << " is not beside libstrata";
 #else
   if (path.empty()) GTEST_SKIP() << "HIP unavailable: this build has no HIP plugin (hipcc was not found)";
 #endif
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
-  auto create = reinterpret_cast<CreateBackendFn>(dlsym(handle, kCreateBackendSymbol));
-  ASSERT_NE(create, nullptr) << path << " has no " << kCreateBackendSymbol;
-  std::string why_not;
-  std::unique_ptr<Backend> created(create(&why_not));
+  const auto [created, why_not] = testing::call_entry_point(path);
   if (created == nullptr) {
     EXPECT_NE(why_not.find("HIP"), std::string::npos) << why_not;
     EXPECT_EQ(why_not.find('\n'), std::string::npos) << why_not;
