@@ -22,13 +22,15 @@ inline constexpr int kDeviceTypeCount = 3;
 std::string_view device_type_name(DeviceType type);
 
 /// A device is a type and an index. Naming a device does not need it to exist; using it does.
-/// A GPU's index is -1 when unspecified ("cuda" means the current CUDA device, "hip" the current AMD one). A CPU device always has an index:
+/// A GPU's index is -1 when unspecified ("cuda" means the current CUDA device, "hip" the current AMD
+/// one). A CPU device always has an index:
 /// "cpu" is cpu:0, and cpu:1 and up exist when virtual CPU devices are on (Note [Virtual CPU devices]).
 class Device {
  public:
   constexpr Device(DeviceType type = DeviceType::CPU, int index = -1)
       : type_(type), index_(type == DeviceType::CPU && index < 0 ? 0 : index) {}
-  /// Parses "cpu", "cpu:N", "cuda", "cuda:N", "hip", "hip:N"; anything else throws InvalidArgumentError naming the string.
+  /// Parses "cpu", "cpu:N", "cuda", "cuda:N", "hip", "hip:N"; anything else throws InvalidArgumentError naming the
+  /// string.
   Device(std::string_view text);  // NOLINT(google-explicit-constructor): mirrors torch::Device("cuda:1")
   Device(const char* text) : Device(std::string_view(text)) {}  // NOLINT
 

@@ -2,8 +2,8 @@
 
 // The portable kernel API: a kernel is a callable written once. In a .cpp file it runs on the CPU thread pool; in a
 // .cu file (compiled by nvcc, or by hipcc for AMD: Note [One source for NVIDIA and AMD]) the same callable runs as a
-// GPU kernel. See docs/architecture.md, "Kernels and
-// device-side asserts", and Note [Device-side asserts] in runtime/kernel_assert.h.
+// GPU kernel. See docs/architecture.md, "Kernels and device-side asserts", and Note [Device-side asserts] in
+// runtime/kernel_assert.h.
 //
 // Write kernels as `STRATA_KERNEL_LAMBDA(int64_t i) { ... }` so that the GPU compiler compiles them for host and
 // device.
@@ -96,7 +96,7 @@ STRATA_HOST_DEVICE inline void report_assert(const KernelAssertContext& ctx, int
 template <typename T>
 STRATA_HOST_DEVICE inline void atomic_add(T* address, T value) {
 #if defined(STRATA_DEVICE_PASS)
-  if constexpr (std::is_same_v<T, int64_t>) {  // CUDA and HIP have no signed 64-bit atomicAdd; two's complement agrees
+  if constexpr (std::is_same_v<T, int64_t>) {  // CUDA has no signed 64-bit atomicAdd; two's complement agrees
     atomicAdd(reinterpret_cast<unsigned long long*>(address), static_cast<unsigned long long>(value));
   } else {
     atomicAdd(address, value);

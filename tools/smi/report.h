@@ -166,7 +166,9 @@ inline std::string format_table(const Report& report) {
   if (!report.cuda_unavailable_reason.empty()) {
     out += fmt::format("CUDA unavailable: {}\n", report.cuda_unavailable_reason);
   }
-  if (!report.hip_unavailable_reason.empty()) out += fmt::format("HIP unavailable: {}\n", report.hip_unavailable_reason);
+  if (!report.hip_unavailable_reason.empty()) {
+    out += fmt::format("HIP unavailable: {}\n", report.hip_unavailable_reason);
+  }
   return out;
 }
 
