@@ -133,8 +133,8 @@ py::object to_dlpack_capsule(const Tensor& self, py::object stream, py::object /
                              py::object copy) {
   if (!dl_device.is_none()) {
     const auto wanted = dl_device.cast<std::pair<int, int>>();
-    const int type = self.device().is_cpu() ? static_cast<int>(kDLCPU) : static_cast<int>(kDLCUDA);
-    if (wanted.first != type || wanted.second != self.device().index()) {
+    const DLDevice own = io::to_dl_device(self.device());
+    if (wanted.first != static_cast<int>(own.device_type) || wanted.second != own.device_id) {
       PyErr_SetString(PyExc_BufferError, "__dlpack__: exporting to another device than the tensor's is not supported");
       throw py::error_already_set();
     }
@@ -224,8 +224,8 @@ void register_interop(py::module_& m) {
   py::setattr(cls, "__dlpack_device__",
               py::cpp_function(
                   [](const Tensor& t) {
-                    return py::make_tuple(t.device().is_cpu() ? static_cast<int>(kDLCPU) : static_cast<int>(kDLCUDA),
-                                          t.device().index());
+                    const DLDevice d = io::to_dl_device(t.device());
+                    return py::make_tuple(static_cast<int>(d.device_type), d.device_id);
                   },
                   py::name("__dlpack_device__"), py::is_method(cls)));
   m.def("from_dlpack", &from_dlpack, py::arg("ext_tensor"),

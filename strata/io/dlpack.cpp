@@ -117,6 +117,10 @@ Device from_dl(const DLDevice& d) {
 
 }  // namespace
 
+DLDevice to_dl_device(Device device) {
+  return DLDevice{device.is_cpu() ? kDLCPU : device.is_hip() ? kDLROCM : kDLCUDA, device.index()};
+}
+
 DLManagedTensor* to_dlpack(const Tensor& tensor) {
   STRATA_CHECK(tensor.defined(), InvalidArgumentError, "to_dlpack: the tensor is undefined");
   const Device device = tensor.device();
@@ -127,7 +131,7 @@ DLManagedTensor* to_dlpack(const Tensor& tensor) {
   DLTensor& dl = exported->managed.dl_tensor;
   // The pointer to the first element, with byte_offset 0, as PyTorch does.
   dl.data = tensor.numel() > 0 ? tensor.data_ptr() : nullptr;
-  dl.device = DLDevice{device.is_cpu() ? kDLCPU : device.is_hip() ? kDLROCM : kDLCUDA, device.index()};
+  dl.device = to_dl_device(device);
   dl.ndim = static_cast<int32_t>(tensor.dim());
   dl.dtype = to_dl(tensor.dtype());
   dl.shape = exported->shape.data();

@@ -14,7 +14,10 @@ namespace strata::io {
 // owns the DLManagedTensor. A CUDA tensor's memory may still be written by work queued on its stream; as with any
 // DLPack exchange, the consumer must order its reads after that work (e.g. synchronize the device first).
 
-/// A DLPack view of `tensor` (kDLCPU or kDLCUDA; shape and strides in elements). Bool uses code 6 (kDLBool of
+/// DLPack's name for `device`: kDLCPU, kDLCUDA or kDLROCM (for hip), with its index.
+DLDevice to_dl_device(Device device);
+
+/// A DLPack view of `tensor` (kDLCPU, kDLCUDA or kDLROCM; shape and strides in elements). Bool uses code 6 (kDLBool of
 /// DLPack >= 0.8). The caller must call the result's deleter.
 DLManagedTensor* to_dlpack(const Tensor& tensor);
 

@@ -104,8 +104,10 @@ const ops::detail::KernelEntry* entry_if_available(DeviceType type, std::string_
   return available ? &entry : nullptr;
 }
 
+// A kernel that lists no dtype at all is a stand-in that only says what is missing (the HIP plugin's GEMM).
 bool has_kernel(const ops::detail::KernelEntry* entry, DeviceType type) {
-  return entry != nullptr && entry->fns[static_cast<int>(type)].load(std::memory_order_acquire) != nullptr;
+  return entry != nullptr && entry->fns[static_cast<int>(type)].load(std::memory_order_acquire) != nullptr &&
+         entry->dtypes[static_cast<int>(type)].load() != 0;
 }
 
 }  // namespace

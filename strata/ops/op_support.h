@@ -23,7 +23,8 @@ namespace strata {
 /// the plugin first, which fills the CUDA column). Throws InvalidArgumentError when the op table has no op of
 /// that name.
 bool supports(DeviceType type, std::string_view op, DType dtype);
-/// Whether `type` has a kernel for `op`, for any dtype. Throws InvalidArgumentError for an unknown op name.
+/// Whether `type` has a kernel for `op`, for any dtype; not for a kernel that lists no dtype at all, a stand-in that
+/// only says what is missing. Throws InvalidArgumentError for an unknown op name.
 bool supports(DeviceType type, std::string_view op);
 /// The names of the op table, sorted.
 std::vector<std::string> op_names();

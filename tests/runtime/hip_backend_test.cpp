@@ -76,8 +76,8 @@ TEST(HipPlugin, IsBuiltWhereHipccWasFoundAndDeclinesWithoutAnAmdGpu) {
 
 TEST(HipPlugin, SupportsNothingWhileUnavailable) {
   if (machine_has_amd_gpu()) GTEST_SKIP() << "this machine has an AMD GPU";
-  // The plugin's kernels enter the op table only when it loads a backend; without a device nothing of HIP's is
-  // there, so callers asking first are told no rather than finding out at the call.
+  // The plugin registers its kernels when it is opened, even when it then declines (no device); they cannot run,
+  // so callers asking first are told no rather than finding out at the call.
   EXPECT_FALSE(supports(DeviceType::HIP, "add"));
   EXPECT_FALSE(supports(DeviceType::HIP, "gemm"));
 }

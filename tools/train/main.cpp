@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <thread>
@@ -88,10 +89,17 @@ CLI::Validator number_check(T min, const char* wanted) {
 // block, so the interrupted thread's stack pointer was not on a stack (inside a math library's kernel, we
 // believe; no frame says which). With sigwait no other thread is interrupted, and none of their system calls
 // fails with EINTR either.
-std::atomic<train::Trainer*> g_trainer{nullptr};
-std::atomic<int> g_signal{0};
+std::mutex g_stop_mutex;                  // guards the two below
+train::Trainer* g_trainer = nullptr;      // the run to stop, while it exists
+int g_signal = 0;                         // the first signal taken, 0 before one
 
 void start_stop_signal_thread() {
+  // Their default actions, whatever was inherited: a shell starts a background job with SIGINT ignored, and the
+  // second signal must end the process.
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigaction(SIGINT, &default_action, nullptr);
+  sigaction(SIGTERM, &default_action, nullptr);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -100,14 +108,38 @@ void start_stop_signal_thread() {
   std::thread([signals] {
     int signal = 0;
     if (sigwait(&signals, &signal) != 0) return;
-    g_signal = signal;
-    if (train::Trainer* trainer = g_trainer.load()) trainer->request_stop();
+    {
+      std::lock_guard lock(g_stop_mutex);
+      g_signal = signal;
+      if (g_trainer != nullptr) g_trainer->request_stop();
+    }
     if (sigwait(&signals, &signal) != 0) return;
     // The second: its default action, which ends the process, now that this thread lets it through.
     pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
     raise(signal);
   }).detach();
 }
+
+// Makes `trainer` the run a signal stops, for its lifetime; a signal taken before it existed stops it at once.
+class StopTarget {
+ public:
+  explicit StopTarget(train::Trainer& trainer) {
+    std::lock_guard lock(g_stop_mutex);
+    g_trainer = &trainer;
+    if (g_signal != 0) trainer.request_stop();
+  }
+  ~StopTarget() {
+    std::lock_guard lock(g_stop_mutex);
+    g_trainer = nullptr;
+  }
+  StopTarget(const StopTarget&) = delete;
+  StopTarget& operator=(const StopTarget&) = delete;
+
+  static int signal() {
+    std::lock_guard lock(g_stop_mutex);
+    return g_signal;
+  }
+};
 
 // The command line again, as a shell would read it, with --resume added when it was not there.
 std::string resume_command(int argc, char** argv) {
@@ -199,8 +231,7 @@ int main(int argc, char** argv) {
     const data::FashionMnist train_split(data_dir, data::Split::Train);
     const data::FashionMnist test_split(data_dir, data::Split::Test);
     train::Trainer trainer(options, subset(train_split, train_images), subset(test_split, test_images));
-    g_trainer = &trainer;
-    if (g_signal != 0) trainer.request_stop();  // it came before there was a trainer to tell
+    const StopTarget stop_target(trainer);
     const bool terminal = speaks && !json && isatty(STDOUT_FILENO) != 0;
     if (speaks && !json) {
       fmt::print("strata-train: {} recipe on {}, {} training and {} test images, batch {}, {} epochs\n", recipe,
@@ -236,11 +267,10 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     };
     const std::vector<train::EpochReport> reports = trainer.run(on_step, on_epoch);
-    g_trainer = nullptr;
     if (trainer.stopped()) {
       if (terminal && bar) fmt::print("\r{:<100}\r", "");
       std::fflush(stdout);
-      const int signal = g_signal;
+      const int signal = StopTarget::signal();
       const std::string where =
           trainer.steps_done() > 0   ? fmt::format("at step {}/{} of epoch {}/{}", trainer.steps_done(),
                                                    trainer.steps_per_epoch(), trainer.epochs_done() + 1, options.epochs)
