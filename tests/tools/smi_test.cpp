@@ -32,7 +32,7 @@ Report report_with_gpu() {
   gpu.driver_version = 13000;
   gpu.runtime_version = 12080;
   gpu.allocator = {kMiB, 2 * kMiB, 2 * kMiB, int64_t{2} << 30};
-  return {{cpu, gpu}, "", ""};
+  return {{cpu, gpu}, {}};
 }
 
 TEST(SmiReport, FormatsCudaVersionsAsMajorDotMinor) {
@@ -64,8 +64,8 @@ TEST(SmiReport, ListsEveryGpuOrSaysWhyThereIsNone) {
   const Report report = collect_report();
   const int cuda_gpus = cuda::device_count(), amd_gpus = device_count(DeviceType::HIP);
   ASSERT_EQ(report.devices.size(), 1u + static_cast<std::size_t>(cuda_gpus + amd_gpus));
-  EXPECT_EQ(report.hip_unavailable_reason.empty(), amd_gpus > 0);
-  EXPECT_EQ(report.hip_unavailable_reason, unavailable_reason(DeviceType::HIP));
+  EXPECT_EQ(report.unavailable_reason(DeviceType::HIP).empty(), amd_gpus > 0);
+  EXPECT_EQ(report.unavailable_reason(DeviceType::HIP), unavailable_reason(DeviceType::HIP));
   for (int i = 0; i < amd_gpus; ++i) {
     EXPECT_EQ(report.devices[static_cast<std::size_t>(1 + cuda_gpus + i)].device, Device(DeviceType::HIP, i));
   }
@@ -74,8 +74,8 @@ TEST(SmiReport, ListsEveryGpuOrSaysWhyThereIsNone) {
     EXPECT_EQ(report.devices[i].name, cuda::device_name(static_cast<int>(i - 1)));
     EXPECT_GT(report.devices[i].compute_capability_major, 0);
   }
-  EXPECT_EQ(report.cuda_unavailable_reason.empty(), cuda::is_available());
-  EXPECT_EQ(report.cuda_unavailable_reason, cuda::unavailable_reason());
+  EXPECT_EQ(report.unavailable_reason(DeviceType::CUDA).empty(), cuda::is_available());
+  EXPECT_EQ(report.unavailable_reason(DeviceType::CUDA), cuda::unavailable_reason());
 }
 
 TEST(SmiReport, AllocatorFiguresFollowAnAllocation) {
@@ -115,7 +115,7 @@ TEST(SmiReport, JsonDescribesEachGpu) {
 TEST(SmiReport, JsonDescribesTheCpuAndWhyCudaIsUnavailable) {
   Report report = report_with_gpu();
   report.devices.pop_back();
-  report.cuda_unavailable_reason = "no driver";
+  report.unavailable_reason(DeviceType::CUDA) = "no driver";
   const auto j = to_json(report);
   ASSERT_EQ(j["devices"].size(), 1u);
   const auto& cpu = j["devices"][0];
@@ -160,7 +160,7 @@ TEST(SmiReport, AnAmdGpuIsListedAsHipWithItsVersions) {
 
 TEST(SmiReport, TableEndsWithWhyHipIsUnavailable) {
   Report report = report_with_gpu();
-  report.hip_unavailable_reason = "hipGetDeviceCount failed: hipErrorNoDevice";
+  report.unavailable_reason(DeviceType::HIP) = "hipGetDeviceCount failed: hipErrorNoDevice";
   const std::string table = format_table(report);
   const std::string last_line = "HIP unavailable: hipGetDeviceCount failed: hipErrorNoDevice\n";
   ASSERT_GE(table.size(), last_line.size());
@@ -172,7 +172,7 @@ TEST(SmiReport, TableEndsWithWhyHipIsUnavailable) {
 TEST(SmiReport, TableEndsWithWhyCudaIsUnavailable) {
   Report report = report_with_gpu();
   report.devices.pop_back();
-  report.cuda_unavailable_reason = "the CUDA plugin libstrata_cuda.so was not found";
+  report.unavailable_reason(DeviceType::CUDA) = "the CUDA plugin libstrata_cuda.so was not found";
   const std::string table = format_table(report);
   EXPECT_EQ(table.find("cuda:0"), std::string::npos) << table;
   const std::string last_line = "CUDA unavailable: the CUDA plugin libstrata_cuda.so was not found\n";

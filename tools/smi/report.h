@@ -5,11 +5,13 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strata/core/device.h"
@@ -42,12 +44,22 @@ struct DeviceReport {
   AllocatorFigures allocator;
 };
 
+/// The GPU device types strata-smi lists, in its order, with the name its table gives each.
+struct GpuKind {
+  DeviceType type;
+  const char* label;
+};
+inline constexpr std::array<GpuKind, 2> kGpuKinds{{{DeviceType::CUDA, "CUDA"}, {DeviceType::HIP, "HIP"}}};
+
 /// Every device this process can use: the CPU devices first (one unless STRATA_CPU_DEVICES is set), then cuda:0,
 /// cuda:1, ..., then hip:0, hip:1, ...
 struct Report {
   std::vector<DeviceReport> devices;
-  std::string cuda_unavailable_reason;  // one line; empty when CUDA is available
-  std::string hip_unavailable_reason;   // one line; empty when HIP is available
+  /// Per device type, why it has no usable device: one line; empty when it has one (and for the CPU).
+  std::array<std::string, kDeviceTypeCount> unavailable;
+
+  std::string& unavailable_reason(DeviceType type) { return unavailable[static_cast<std::size_t>(type)]; }
+  const std::string& unavailable_reason(DeviceType type) const { return unavailable[static_cast<std::size_t>(type)]; }
 };
 
 /// A CUDA version number as people write it: 13000 -> "13.0", 12080 -> "12.8"; "-" when unknown (0).
@@ -91,12 +103,11 @@ inline Report collect_report() {
   Report report;
   const int cpus = device_count(DeviceType::CPU);
   for (int i = 0; i < cpus; ++i) report.devices.push_back(describe_device(Device(DeviceType::CPU, i)));
-  const int gpus = cuda::device_count();
-  for (int i = 0; i < gpus; ++i) report.devices.push_back(describe_device(Device(DeviceType::CUDA, i)));
-  if (gpus == 0) report.cuda_unavailable_reason = cuda::unavailable_reason();
-  const int amd_gpus = device_count(DeviceType::HIP);
-  for (int i = 0; i < amd_gpus; ++i) report.devices.push_back(describe_device(Device(DeviceType::HIP, i)));
-  if (amd_gpus == 0) report.hip_unavailable_reason = unavailable_reason(DeviceType::HIP);
+  for (const GpuKind& kind : kGpuKinds) {
+    const int gpus = device_count(kind.type);
+    for (int i = 0; i < gpus; ++i) report.devices.push_back(describe_device(Device(kind.type, i)));
+    if (gpus == 0) report.unavailable_reason(kind.type) = unavailable_reason(kind.type);
+  }
   return report;
 }
 
@@ -130,12 +141,12 @@ inline nlohmann::ordered_json to_json(const Report& report) {
   }
   ordered_json j;
   j["devices"] = std::move(devices);
-  j["cuda_available"] = report.cuda_unavailable_reason.empty();
-  j["cuda_unavailable_reason"] =
-      report.cuda_unavailable_reason.empty() ? ordered_json(nullptr) : ordered_json(report.cuda_unavailable_reason);
-  j["hip_available"] = report.hip_unavailable_reason.empty();
-  j["hip_unavailable_reason"] =
-      report.hip_unavailable_reason.empty() ? ordered_json(nullptr) : ordered_json(report.hip_unavailable_reason);
+  for (const GpuKind& kind : kGpuKinds) {
+    const std::string& reason = report.unavailable_reason(kind.type);
+    const std::string_view name = device_type_name(kind.type);
+    j[fmt::format("{}_available", name)] = reason.empty();
+    j[fmt::format("{}_unavailable_reason", name)] = reason.empty() ? ordered_json(nullptr) : ordered_json(reason);
+  }
   return j;
 }
 
@@ -154,20 +165,18 @@ inline std::string format_table(const Report& report) {
     if (d.device.is_cpu()) {
       out += fmt::format("        {} cores, {} available", d.cores, format_bytes(d.memory_available_bytes));
     } else {
-      out += fmt::format("        compute capability {}.{}, {} multiprocessors, driver {}, runtime {}, {} free",
-                         d.compute_capability_major, d.compute_capability_minor, d.cores,
-                         format_gpu_version(d.device.type(), d.driver_version),
-                         format_gpu_version(d.device.type(), d.runtime_version),
-                         format_bytes(d.memory_available_bytes));
+      out +=
+          fmt::format("        compute capability {}.{}, {} multiprocessors, driver {}, runtime {}, {} free",
+                      d.compute_capability_major, d.compute_capability_minor, d.cores,
+                      format_gpu_version(d.device.type(), d.driver_version),
+                      format_gpu_version(d.device.type(), d.runtime_version), format_bytes(d.memory_available_bytes));
     }
     if (d.allocator.limit_bytes) out += fmt::format(", Strata limit {}", bytes(*d.allocator.limit_bytes));
     out += "\n";
   }
-  if (!report.cuda_unavailable_reason.empty()) {
-    out += fmt::format("CUDA unavailable: {}\n", report.cuda_unavailable_reason);
-  }
-  if (!report.hip_unavailable_reason.empty()) {
-    out += fmt::format("HIP unavailable: {}\n", report.hip_unavailable_reason);
+  for (const GpuKind& kind : kGpuKinds) {
+    const std::string& reason = report.unavailable_reason(kind.type);
+    if (!reason.empty()) out += fmt::format("{} unavailable: {}\n", kind.label, reason);
   }
   return out;
 }

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -89,9 +88,9 @@ CLI::Validator number_check(T min, const char* wanted) {
 // block, so the interrupted thread's stack pointer was not on a stack (inside a math library's kernel, we
 // believe; no frame says which). With sigwait no other thread is interrupted, and none of their system calls
 // fails with EINTR either.
-std::mutex g_stop_mutex;                  // guards the two below
-train::Trainer* g_trainer = nullptr;      // the run to stop, while it exists
-int g_signal = 0;                         // the first signal taken, 0 before one
+std::mutex g_stop_mutex;              // guards the two below
+train::Trainer* g_trainer = nullptr;  // the run to stop, while it exists
+int g_signal = 0;                     // the first signal taken, 0 before one
 
 void start_stop_signal_thread() {
   // Their default actions, whatever was inherited: a shell starts a background job with SIGINT ignored, and the
