@@ -13,6 +13,7 @@
 #include "strata/nn/functional.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
+#include "strata/tensor/random.h"
 
 namespace strata::testing {
 
@@ -93,6 +94,19 @@ inline std::vector<OpCase> op_cases() {
          sum(mul(out, out)).backward();
          return cat({out.flatten(), fused.flatten(), in.grad().flatten(), weight.grad().flatten(),
                      bias.grad().flatten()}, 0);
+       }},
+      {"random", [](V x) {
+         // The device's own generator, seeded alike on every device: Philox gives the CPU's values bit for bit
+         // (Note [Random numbers on every device]). The generator's state is put back for the cases after this one.
+         const Device d = x[0].device();
+         Generator& generator = default_generator(d);
+         const GeneratorState before = generator.state();
+         generator.manual_seed(20261126);
+         const Tensor u = rand({37}, TensorOptions().device(d));
+         const Tensor n = randn({3, 5}, TensorOptions().device(d).dtype(DType::F64)).to(DType::F32);
+         const Tensor i = randint(-4, 9, {11}, TensorOptions().device(d).dtype(DType::I64)).to(DType::F32);
+         generator.set_state(before);
+         return cat({u, n.flatten(), i}, 0);
        }},
   };
 }
