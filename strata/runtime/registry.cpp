@@ -81,13 +81,6 @@ std::optional<DriverLibrary> driver_library(DeviceType type) {
   return std::nullopt;
 }
 
-/// "CUDA" for messages about the cuda plugin.
-std::string display_name(DeviceType type) {
-  std::string name(device_type_name(type));
-  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return name;
-}
-
 std::unique_ptr<Backend> load_plugin(DeviceType type, std::string& reason) {
   if (const auto driver = driver_library(type)) {
     if (dlopen(driver->file, RTLD_NOW | RTLD_GLOBAL) == nullptr) {

@@ -36,10 +36,10 @@ Report report_with_gpu() {
 }
 
 TEST(SmiReport, FormatsCudaVersionsAsMajorDotMinor) {
-  EXPECT_EQ(format_cuda_version(13000), "13.0");
-  EXPECT_EQ(format_cuda_version(12080), "12.8");
-  EXPECT_EQ(format_cuda_version(11020), "11.2");
-  EXPECT_EQ(format_cuda_version(0), "-");
+  EXPECT_EQ(gpu_version_text(DeviceType::CUDA, 13000), "13.0");
+  EXPECT_EQ(gpu_version_text(DeviceType::CUDA, 12080), "12.8");
+  EXPECT_EQ(gpu_version_text(DeviceType::CUDA, 11020), "11.2");
+  EXPECT_EQ(gpu_version_text(DeviceType::CUDA, 0), "-");
 }
 
 TEST(SmiReport, ListsTheCpuFirstWithItsMemoryAndCores) {
@@ -54,10 +54,10 @@ TEST(SmiReport, ListsTheCpuFirstWithItsMemoryAndCores) {
 }
 
 TEST(SmiReport, FormatsHipVersionsAsMajorDotMinor) {
-  EXPECT_EQ(format_gpu_version(DeviceType::HIP, 50221153), "5.2");
-  EXPECT_EQ(format_gpu_version(DeviceType::HIP, 60342134), "6.3");
-  EXPECT_EQ(format_gpu_version(DeviceType::HIP, 0), "-");
-  EXPECT_EQ(format_gpu_version(DeviceType::CUDA, 13000), "13.0");
+  EXPECT_EQ(gpu_version_text(DeviceType::HIP, 50221153), "5.2");
+  EXPECT_EQ(gpu_version_text(DeviceType::HIP, 60342134), "6.3");
+  EXPECT_EQ(gpu_version_text(DeviceType::HIP, 0), "-");
+  EXPECT_EQ(gpu_version_text(DeviceType::CUDA, 13000), "13.0");
 }
 
 TEST(SmiReport, ListsEveryGpuOrSaysWhyThereIsNone) {

@@ -18,6 +18,7 @@
 #include "strata/runtime/allocator.h"
 #include "strata/runtime/cuda.h"
 #include "strata/runtime/memory_limit.h"
+#include "strata/runtime/plugin.h"
 #include "strata/runtime/registry.h"
 
 namespace strata::smi {
@@ -39,17 +40,13 @@ struct DeviceReport {
   int cores = 0;                           // CPU: logical cores; GPU: multiprocessors
   int compute_capability_major = 0;        // GPU only, as the four fields below
   int compute_capability_minor = 0;
-  int driver_version = 0;  // the runtime's own style (format_gpu_version)
+  int driver_version = 0;  // the runtime's own style (gpu_version_text)
   int runtime_version = 0;
   AllocatorFigures allocator;
 };
 
-/// The GPU device types strata-smi lists, in its order, with the name its table gives each.
-struct GpuKind {
-  DeviceType type;
-  const char* label;
-};
-inline constexpr std::array<GpuKind, 2> kGpuKinds{{{DeviceType::CUDA, "CUDA"}, {DeviceType::HIP, "HIP"}}};
+/// The GPU device types strata-smi lists, in its order.
+inline constexpr std::array<DeviceType, 2> kGpuTypes{DeviceType::CUDA, DeviceType::HIP};
 
 /// Every device this process can use: the CPU devices first (one unless STRATA_CPU_DEVICES is set), then cuda:0,
 /// cuda:1, ..., then hip:0, hip:1, ...
@@ -61,19 +58,6 @@ struct Report {
   std::string& unavailable_reason(DeviceType type) { return unavailable[static_cast<std::size_t>(type)]; }
   const std::string& unavailable_reason(DeviceType type) const { return unavailable[static_cast<std::size_t>(type)]; }
 };
-
-/// A CUDA version number as people write it: 13000 -> "13.0", 12080 -> "12.8"; "-" when unknown (0).
-inline std::string format_cuda_version(int version) {
-  if (version <= 0) return "-";
-  return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
-}
-
-/// A GPU runtime's version number as people write it: CUDA's as format_cuda_version, HIP's 50221153 as "5.2".
-inline std::string format_gpu_version(DeviceType type, int version) {
-  if (type != DeviceType::HIP) return format_cuda_version(version);
-  if (version <= 0) return "-";
-  return fmt::format("{}.{}", version / 10000000, (version % 10000000) / 100000);
-}
 
 /// Reads one device's properties, memory and allocator figures (creates the device's allocator, which applies
 /// STRATA_MEMORY_LIMIT and throws InvalidArgumentError when it is malformed).
@@ -103,10 +87,10 @@ inline Report collect_report() {
   Report report;
   const int cpus = device_count(DeviceType::CPU);
   for (int i = 0; i < cpus; ++i) report.devices.push_back(describe_device(Device(DeviceType::CPU, i)));
-  for (const GpuKind& kind : kGpuKinds) {
-    const int gpus = device_count(kind.type);
-    for (int i = 0; i < gpus; ++i) report.devices.push_back(describe_device(Device(kind.type, i)));
-    if (gpus == 0) report.unavailable_reason(kind.type) = unavailable_reason(kind.type);
+  for (const DeviceType type : kGpuTypes) {
+    const int gpus = device_count(type);
+    for (int i = 0; i < gpus; ++i) report.devices.push_back(describe_device(Device(type, i)));
+    if (gpus == 0) report.unavailable_reason(type) = unavailable_reason(type);
   }
   return report;
 }
@@ -129,8 +113,8 @@ inline nlohmann::ordered_json to_json(const Report& report) {
     } else {
       j["compute_capability"] = fmt::format("{}.{}", d.compute_capability_major, d.compute_capability_minor);
       j["multiprocessors"] = d.cores;
-      j["driver_version"] = format_gpu_version(d.device.type(), d.driver_version);
-      j["runtime_version"] = format_gpu_version(d.device.type(), d.runtime_version);
+      j["driver_version"] = gpu_version_text(d.device.type(), d.driver_version);
+      j["runtime_version"] = gpu_version_text(d.device.type(), d.runtime_version);
     }
     ordered_json a = {{"allocated_bytes", d.allocator.allocated_bytes},
                       {"reserved_bytes", d.allocator.reserved_bytes},
@@ -141,9 +125,9 @@ inline nlohmann::ordered_json to_json(const Report& report) {
   }
   ordered_json j;
   j["devices"] = std::move(devices);
-  for (const GpuKind& kind : kGpuKinds) {
-    const std::string& reason = report.unavailable_reason(kind.type);
-    const std::string_view name = device_type_name(kind.type);
+  for (const DeviceType type : kGpuTypes) {
+    const std::string& reason = report.unavailable_reason(type);
+    const std::string_view name = device_type_name(type);
     j[fmt::format("{}_available", name)] = reason.empty();
     j[fmt::format("{}_unavailable_reason", name)] = reason.empty() ? ordered_json(nullptr) : ordered_json(reason);
   }
@@ -168,15 +152,15 @@ inline std::string format_table(const Report& report) {
       out +=
           fmt::format("        compute capability {}.{}, {} multiprocessors, driver {}, runtime {}, {} free",
                       d.compute_capability_major, d.compute_capability_minor, d.cores,
-                      format_gpu_version(d.device.type(), d.driver_version),
-                      format_gpu_version(d.device.type(), d.runtime_version), format_bytes(d.memory_available_bytes));
+                      gpu_version_text(d.device.type(), d.driver_version),
+                      gpu_version_text(d.device.type(), d.runtime_version), format_bytes(d.memory_available_bytes));
     }
     if (d.allocator.limit_bytes) out += fmt::format(", Strata limit {}", bytes(*d.allocator.limit_bytes));
     out += "\n";
   }
-  for (const GpuKind& kind : kGpuKinds) {
-    const std::string& reason = report.unavailable_reason(kind.type);
-    if (!reason.empty()) out += fmt::format("{} unavailable: {}\n", kind.label, reason);
+  for (const DeviceType type : kGpuTypes) {
+    const std::string& reason = report.unavailable_reason(type);
+    if (!reason.empty()) out += fmt::format("{} unavailable: {}\n", display_name(type), reason);
   }
   return out;
 }

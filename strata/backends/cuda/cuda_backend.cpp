@@ -42,12 +42,6 @@ bool runtime_unloading(cudaError_t error) {
   return true;
 }
 
-// "13.0" from CUDA's 13000; "5.2" from HIP's 50221153 (major * 10^7 + minor * 10^5 + patch).
-std::string version_text(int version) {
-  if (kGpuType == DeviceType::HIP) return fmt::format("{}.{}", version / 10000000, version % 10000000 / 100000);
-  return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
-}
-
 Device gpu(int index) { return Device(kGpuType, index); }
 
 class CudaBackend final : public Backend {
@@ -297,12 +291,12 @@ std::string driver_failure_reason(cudaError_t error) {
                                                           : "no AMD GPU driver is loaded (/dev/kfd is missing)";
   } else {
     driver_text = driver == 0 ? fmt::format("no {} driver was found", kGpuRuntime)
-                              : fmt::format("the driver supports {} {}", kGpuRuntime, version_text(driver));
+                              : fmt::format("the driver supports {} {}", kGpuRuntime, gpu_version_text(kGpuType, driver));
   }
   const std::string name = cudaGetErrorName(error), text = cudaGetErrorString(error);
   return fmt::format("{} failed: {}{}; {}, this plugin was built for the {} {} runtime",
                      kGpuType == DeviceType::HIP ? "hipGetDeviceCount" : "cudaGetDeviceCount", name,
-                     text == name ? "" : fmt::format(" ({})", text), driver_text, kGpuRuntime, version_text(runtime));
+                     text == name ? "" : fmt::format(" ({})", text), driver_text, kGpuRuntime, gpu_version_text(kGpuType, runtime));
 }
 
 }  // namespace
