@@ -1,5 +1,6 @@
 """The measurements of bench/compare-pytorch-python/run: per-op overhead of a tiny add from Python (strata and
-torch), and an epoch of the reference network driven from Python against strata-train's, in alternating rounds."""
+torch), and an epoch of the reference network driven from Python, by Strata and by PyTorch, against strata-train's,
+in alternating rounds."""
 import argparse
 import json
 import statistics
@@ -7,6 +8,8 @@ import subprocess
 import time
 import timeit
 
+# strata before torch: PyTorch 2.x's libraries take so much of the static TLS block that libstdc++, loaded again
+# by the extension afterwards, fails with "cannot allocate memory in static TLS block".
 import strata
 from strata import nn
 from strata.nn import functional as F
@@ -50,6 +53,41 @@ def python_epoch_seconds(train_images):
     return time.perf_counter() - start
 
 
+def torch_epoch_seconds(torch, train_images):
+    """python_epoch_seconds in PyTorch: the same network, optimizer and bookkeeping, on batches gathered from the u8
+    images by a shuffled index and made f32 in [0, 1] one at a time, as Strata's loader does."""
+    torch.manual_seed(0)
+    tnn = torch.nn
+    model = tnn.Sequential(
+        tnn.Conv2d(1, 32, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
+        tnn.Conv2d(32, 64, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
+        tnn.Flatten(), tnn.Linear(64 * 7 * 7, 128), tnn.ReLU(), tnn.Linear(128, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    train_set = strata.data.FashionMNIST(DATA, train=True)
+    images = torch.from_numpy(train_set.data.numpy().copy())
+    labels = torch.from_numpy(train_set.targets.numpy().copy())
+    if train_images:
+        images, labels = images[:train_images], labels[:train_images]
+    loss_sum, correct = torch.zeros(()), torch.zeros((), dtype=torch.int64)
+    model.train()
+    start = time.perf_counter()
+    order = torch.randperm(labels.shape[0])
+    for first in range(0, labels.shape[0], 64):
+        index = order[first:first + 64]
+        batch = images[index].unsqueeze(1).float().mul_(1.0 / 255.0)
+        target = labels[index]
+        logits = model(batch)
+        loss = tnn.functional.cross_entropy(logits, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            loss_sum += loss * target.shape[0]
+            correct += (logits.argmax(1) == target).sum()
+    loss_sum.item()
+    return time.perf_counter() - start
+
+
 def strata_train_seconds(binary, train_images):
     args = [binary, "--epochs", "1", "--device", "cpu", "--json", "--test-images", "1000"]
     if train_images:
@@ -68,16 +106,17 @@ def main():
 
     number = 20_000 if args.quick else 200_000
     train_images = 6400 if args.quick else 0
-    rows = {"add: strata": [], "add: torch": [], "epoch: Python": [], "epoch: strata-train": []}
+    rows = {"add: strata": [], "add: torch": [], "epoch: Python": [], "epoch: strata-train": [], "epoch: torch": []}
+    epochs = {"Python": lambda: python_epoch_seconds(train_images),
+              "strata-train": lambda: strata_train_seconds(args.strata_train, train_images),
+              "torch": lambda: torch_epoch_seconds(torch, train_images)}
     for r in range(args.rounds):
         rows["add: strata"].append(add_overhead_us(strata, number))
         rows["add: torch"].append(add_overhead_us(torch, number))
-        # Alternate which epoch goes first, so that neither always meets a warmer (or busier) machine.
-        first, second = ("Python", "strata-train") if r % 2 == 0 else ("strata-train", "Python")
-        for side in (first, second):
-            seconds = (python_epoch_seconds(train_images) if side == "Python"
-                       else strata_train_seconds(args.strata_train, train_images))
-            rows[f"epoch: {side}"].append(seconds)
+        # Rotate which epoch goes first, so that none always meets a warmer (or busier) machine.
+        sides = list(epochs)
+        for side in sides[r % 3:] + sides[:r % 3]:
+            rows[f"epoch: {side}"].append(epochs[side]())
     med = {k: statistics.median(v) for k, v in rows.items()}
     print(f"torch {torch.__version__}, strata {strata.__version__}, {args.rounds} rounds (medians)")
     print(f"{'measure':<22}{'strata':>12}{'other':>12}{'ratio':>8}")
@@ -85,6 +124,12 @@ def main():
           f"{med['add: strata'] / med['add: torch']:>8.2f}   (other: torch)")
     print(f"{'epoch, s':<22}{med['epoch: Python']:>12.2f}{med['epoch: strata-train']:>12.2f}"
           f"{med['epoch: Python'] / med['epoch: strata-train']:>8.2f}   (strata from Python / strata-train)")
+    print(f"{'epoch, s':<22}{med['epoch: Python']:>12.2f}{med['epoch: torch']:>12.2f}"
+          f"{med['epoch: Python'] / med['epoch: torch']:>8.2f}   (strata from Python / torch from Python)")
+    # Round by round, since the medians of a noisy machine can pair epochs from different rounds.
+    for name, other in (("strata-train", "epoch: strata-train"), ("torch", "epoch: torch")):
+        ratios = [a / b for a, b in zip(rows["epoch: Python"], rows[other])]
+        print(f"epoch ratio to {name} by round: " + ", ".join(f"{x:.3f}" for x in ratios))
     print(json.dumps({k: [round(x, 4) for x in v] for k, v in rows.items()}))
 
 
