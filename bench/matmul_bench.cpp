@@ -91,6 +91,9 @@ void openblas_sgemm(benchmark::State& state, bool own_threads) {
     benchmark::ClobberMemory();
   }
   set_threads(1);
+  // The OpenMP build passes its count on to omp_set_num_threads: give oneDNN's benchmarks, which may run next on
+  // this thread (--benchmark_enable_random_interleaving), their threads back.
+  strata::set_num_threads(strata::num_threads());
   set_rate(state, n);
 }
 void BM_OpenBlasSgemm(benchmark::State& state) { openblas_sgemm(state, false); }

@@ -21,6 +21,7 @@
 #include "strata/core/error.h"
 #include "strata/core/half.h"
 #include "strata/ops/matmul_kernels.h"
+#include "strata/runtime/allocator.h"
 #include "strata/runtime/parallel.h"
 
 namespace strata::cpu {
@@ -44,6 +45,18 @@ constexpr double kParallelGemmFlops = 2.0 * 64 * 64 * 64;
 static_assert(kSmallGemmFlops <= kParallelGemmFlops, "small products run on OpenBLAS on the calling thread");
 // Primitives are cached by shape; a model has few distinct shapes, so the cache is simply dropped when full.
 constexpr std::size_t kPrimitiveCacheSize = 512;
+
+// Note [Padding B's rows for AVX2's sgemm]
+// Without AVX-512, oneDNN 2.6's sgemm runs about 30 % slower when B is not transposed and its rows are a multiple of
+// 512 floats apart with n <= 512, whatever k is: 512^3 at 131 GFLOP/s against 191 with rows 528 floats apart, on the
+// 2-core Zen 3 (docs/benchmarks.md, "Measurements behind the CPU decisions"). Which path it takes depends on B's
+// address as well (16 bytes past a 32-byte boundary it is fast), so a benchmark on malloc's memory can miss it, but
+// tensors, aligned by the allocator, always meet it. Such a B is copied into rows kRowPadding floats longer first:
+// 1 MB for 512 x 512, a few percent of the product, so only where A has at least kPaddedRowsMin rows to share the
+// copy. AVX-512 machines run other kernels, without this dip, and are left alone.
+constexpr int64_t kSlowRowStride = 512;
+constexpr int64_t kRowPadding = 16;
+constexpr int64_t kPaddedRowsMin = 64;
 
 struct Gemm {
   int64_t batch, m, n, k;
@@ -124,12 +137,32 @@ void onednn_sgemm(const char* op, const Gemm& g, float* out, const float* a, con
   }
 }
 
+// Note [Padding B's rows for AVX2's sgemm]: whether B is copied into longer rows first.
+bool pads_b_rows(const Gemm& g) {
+  static const bool avx512 = (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) & dnnl_cpu_isa_avx512_core) ==
+                             dnnl_cpu_isa_avx512_core;
+  return !avx512 && !ops::gemm_transposed(g.b) && ops::gemm_leading_dim(g.b) % kSlowRowStride == 0 &&
+         g.n <= kSlowRowStride && g.m >= kPaddedRowsMin;
+}
+
 // One product: oneDNN's sgemm, which takes alpha, beta and transposes directly (no primitive, no memory objects).
-void onednn_single_sgemm(const char* op, const Gemm& g, float* out, const float* a, const float* b) {
+void onednn_single_sgemm(const ops::OpCall& call, const Gemm& g, float* out, const float* a, const float* b) {
+  int64_t ldb = ops::gemm_leading_dim(g.b);
+  DataPtr padded;
+  if (pads_b_rows(g)) {
+    const int64_t padded_ld = g.n + kRowPadding;
+    padded = allocate(call.device, static_cast<std::size_t>(g.k * padded_ld) * sizeof(float));
+    auto* rows = static_cast<float*>(padded.get());
+    for (int64_t r = 0; r < g.k; ++r) {
+      std::memcpy(rows + r * padded_ld, b + r * ldb, static_cast<std::size_t>(g.n) * sizeof(float));
+    }
+    b = rows;
+    ldb = padded_ld;
+  }
   const dnnl::status status = dnnl::sgemm(ops::gemm_transposed(g.a) ? 'T' : 'N', ops::gemm_transposed(g.b) ? 'T' : 'N',
                                           g.m, g.n, g.k, static_cast<float>(g.alpha), a, ops::gemm_leading_dim(g.a), b,
-                                          ops::gemm_leading_dim(g.b), static_cast<float>(g.beta), out, g.n);
-  STRATA_CHECK(status == dnnl::status::success, BackendError, "{}: dnnl_sgemm failed with status {}", op,
+                                          ldb, static_cast<float>(g.beta), out, g.n);
+  STRATA_CHECK(status == dnnl::status::success, BackendError, "{}: dnnl_sgemm failed with status {}", call.op,
                static_cast<int>(status));
 }
 
@@ -174,13 +207,13 @@ void blas_gemm(const Gemm& g, T* out, const T* a, const T* b, bool spread = true
   }
 }
 
-void sgemm([[maybe_unused]] const char* op, const Gemm& g, float* out, const float* a, const float* b) {
+void sgemm([[maybe_unused]] const ops::OpCall& call, const Gemm& g, float* out, const float* a, const float* b) {
 #if STRATA_HAVE_DNNL
   if (g.flops() >= kSmallGemmFlops) {
     // A x B^T (linear's x @ weight.t()) goes to the primitive too: Note [Choosing the CPU GEMM].
     const bool a_times_b_transposed = !ops::gemm_transposed(g.a) && ops::gemm_transposed(g.b);
-    return g.batch == 1 && !a_times_b_transposed ? onednn_single_sgemm(op, g, out, a, b)
-                                                  : onednn_sgemm(op, g, out, a, b);
+    return g.batch == 1 && !a_times_b_transposed ? onednn_single_sgemm(call, g, out, a, b)
+                                                  : onednn_sgemm(call.op, g, out, a, b);
   }
 #endif
   // Small products (below kParallelGemmFlops too: the calling thread) and builds without oneDNN.
@@ -189,7 +222,7 @@ void sgemm([[maybe_unused]] const char* op, const Gemm& g, float* out, const flo
 
 // f16/bf16: the operands converted to contiguous f32, the f32 GEMM, and the result converted back.
 template <typename T>
-void reduced_precision_gemm(const char* op, const Gemm& g) {
+void reduced_precision_gemm(const ops::OpCall& call, const Gemm& g) {
   const auto to_f32 = [](const TensorView& v, int64_t rows, int64_t cols, int64_t batch) {
     std::vector<float> dense(static_cast<std::size_t>(batch * rows * cols));
     const T* src = v.ptr<T>();
@@ -208,7 +241,7 @@ void reduced_precision_gemm(const char* op, const Gemm& g) {
   av.dtype = bv.dtype = ov.dtype = DType::F32;
   av.strides = {a_batch == 1 ? 0 : g.m * g.k, g.k, 1};
   bv.strides = {b_batch == 1 ? 0 : g.k * g.n, g.n, 1};
-  sgemm(op, Gemm{g.batch, g.m, g.n, g.k, ov, av, bv, g.alpha, g.beta}, out.data(), a.data(), b.data());
+  sgemm(call, Gemm{g.batch, g.m, g.n, g.k, ov, av, bv, g.alpha, g.beta}, out.data(), a.data(), b.data());
   T* dst = g.out.ptr<T>();
   for (std::size_t i = 0; i < out.size(); ++i) dst[i] = T(out[i]);
 }
@@ -224,10 +257,10 @@ void gemm_kernel(const ops::OpCall& call, const TensorView& out, const TensorVie
                "{}x{} @ {}x{})",
                call.op, kMaxInt, g.m, g.k, g.k, g.n);
   switch (out.dtype) {
-    case DType::F32: return sgemm(call.op, g, out.ptr<float>(), a.ptr<float>(), b.ptr<float>());
+    case DType::F32: return sgemm(call, g, out.ptr<float>(), a.ptr<float>(), b.ptr<float>());
     case DType::F64: return blas_gemm<double>(g, out.ptr<double>(), a.ptr<double>(), b.ptr<double>());
-    case DType::F16: return reduced_precision_gemm<Half>(call.op, g);
-    case DType::BF16: return reduced_precision_gemm<BFloat16>(call.op, g);
+    case DType::F16: return reduced_precision_gemm<Half>(call, g);
+    case DType::BF16: return reduced_precision_gemm<BFloat16>(call, g);
     default: STRATA_THROW(DTypeError, "{}: the CPU GEMM does not support {} tensors", call.op, out.dtype);
   }
 }
