@@ -36,10 +36,14 @@ namespace {
 // So one product runs on dnnl_sgemm unless it is A B^T, a batch on the cached matmul primitive (it spreads the
 // batch over the threads, where a loop of dnnl_sgemm runs one small product at a time), and products below
 // kSmallGemmFlops on OpenBLAS on the calling thread (with the machine's CORETYPE=Haswell a few of those shapes would
-// be faster on dnnl_sgemm, but fewer, and by less, than the other way round).
+// be faster on dnnl_sgemm, but fewer, and by less, than the other way round). That cut-off was measured on AVX-512.
+// Without AVX-512 dnnl_sgemm overtakes OpenBLAS much sooner, from about 24^3 (32^3: 1.04 against 1.43 us on Zen 3),
+// so there products that go to dnnl_sgemm use kSmallSgemmFlopsAvx2; those that go to the primitive (batches and
+// A B^T) keep kSmallGemmFlops, since it costs microseconds more per call.
 // oneDNN has no f64 GEMM, so f64 uses cblas_dgemm with rows or batch entries split over our pool.
 // Builds without oneDNN use OpenBLAS for everything.
 constexpr double kSmallGemmFlops = 2.0 * 60 * 60 * 60;
+constexpr double kSmallSgemmFlopsAvx2 = 2.0 * 24 * 24 * 24;
 // Products below this many flops run on the calling thread: dispatching to the pool costs more.
 constexpr double kParallelGemmFlops = 2.0 * 64 * 64 * 64;
 static_assert(kSmallGemmFlops <= kParallelGemmFlops, "small products run on OpenBLAS on the calling thread");
@@ -139,9 +143,7 @@ void onednn_sgemm(const char* op, const Gemm& g, float* out, const float* a, con
 
 // Note [Padding B's rows for AVX2's sgemm]: whether B is copied into longer rows first.
 bool pads_b_rows(const Gemm& g) {
-  static const bool avx512 = (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) & dnnl_cpu_isa_avx512_core) ==
-                             dnnl_cpu_isa_avx512_core;
-  return !avx512 && !ops::gemm_transposed(g.b) && ops::gemm_leading_dim(g.b) % kSlowRowStride == 0 &&
+  return !onednn_uses_avx512() && !ops::gemm_transposed(g.b) && ops::gemm_leading_dim(g.b) % kSlowRowStride == 0 &&
          g.n <= kSlowRowStride && g.m >= kPaddedRowsMin;
 }
 
@@ -209,11 +211,11 @@ void blas_gemm(const Gemm& g, T* out, const T* a, const T* b, bool spread = true
 
 void sgemm([[maybe_unused]] const ops::OpCall& call, const Gemm& g, float* out, const float* a, const float* b) {
 #if STRATA_HAVE_DNNL
-  if (g.flops() >= kSmallGemmFlops) {
-    // A x B^T (linear's x @ weight.t()) goes to the primitive too: Note [Choosing the CPU GEMM].
-    const bool a_times_b_transposed = !ops::gemm_transposed(g.a) && ops::gemm_transposed(g.b);
-    return g.batch == 1 && !a_times_b_transposed ? onednn_single_sgemm(call, g, out, a, b)
-                                                  : onednn_sgemm(call.op, g, out, a, b);
+  // A x B^T (linear's x @ weight.t()) goes to the primitive too: Note [Choosing the CPU GEMM].
+  const bool a_times_b_transposed = !ops::gemm_transposed(g.a) && ops::gemm_transposed(g.b);
+  const bool to_sgemm = g.batch == 1 && !a_times_b_transposed;
+  if (g.flops() >= (to_sgemm && !onednn_uses_avx512() ? kSmallSgemmFlopsAvx2 : kSmallGemmFlops)) {
+    return to_sgemm ? onednn_single_sgemm(call, g, out, a, b) : onednn_sgemm(call.op, g, out, a, b);
   }
 #endif
   // Small products (below kParallelGemmFlops too: the calling thread) and builds without oneDNN.

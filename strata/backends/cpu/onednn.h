@@ -12,4 +12,12 @@ inline const dnnl::engine& cpu_engine() {
   return engine;
 }
 
+/// Whether oneDNN runs its AVX-512 kernels on this CPU. Some CPU decisions were measured on both kinds and differ
+/// (Note [Choosing the CPU GEMM] and Note [Padding B's rows for AVX2's sgemm] in matmul.cpp).
+inline bool onednn_uses_avx512() {
+  static const bool avx512 = (static_cast<unsigned>(dnnl_get_effective_cpu_isa()) & dnnl_cpu_isa_avx512_core) ==
+                             dnnl_cpu_isa_avx512_core;
+  return avx512;
+}
+
 }  // namespace strata::cpu
