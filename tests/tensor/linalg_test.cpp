@@ -303,7 +303,9 @@ TEST_P(Linalg, AddmmWithZeroBetaIgnoresNaNInTheBias) {
 TEST_P(Linalg, ProductsWithRowsOf512FloatsMatchTheReference) {
   // B's rows 512 floats apart, A with enough rows: on CPUs without AVX-512 the CPU backend copies B into longer rows
   // first (Note [Padding B's rows for AVX2's sgemm]); with alpha and beta (addmm) too.
-  const auto r = [&](const Shape& s, std::uint64_t seed) { return deterministic_tensor(s, DType::F32, device(), seed); };
+  const auto r = [&](const Shape& s, std::uint64_t seed) {
+    return deterministic_tensor(s, DType::F32, device(), seed);
+  };
   expect_matmul_matches(r({64, 96}, 60), r({96, 512}, 61), "64x96 @ 96x512");
   expect_matmul_matches(r({100, 512}, 62), r({512, 1024}, 63).narrow(1, 0, 300), "B's 300 columns of rows of 1024");
   const Tensor bias = r({512}, 64), a = r({70, 33}, 65), b = r({33, 512}, 66);

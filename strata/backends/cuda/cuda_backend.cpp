@@ -290,13 +290,15 @@ std::string driver_failure_reason(cudaError_t error) {
     driver_text = std::filesystem::exists("/dev/kfd", ec) ? "/dev/kfd is present"
                                                           : "no AMD GPU driver is loaded (/dev/kfd is missing)";
   } else {
-    driver_text = driver == 0 ? fmt::format("no {} driver was found", kGpuRuntime)
-                              : fmt::format("the driver supports {} {}", kGpuRuntime, gpu_version_text(kGpuType, driver));
+    driver_text = driver == 0
+                      ? fmt::format("no {} driver was found", kGpuRuntime)
+                      : fmt::format("the driver supports {} {}", kGpuRuntime, gpu_version_text(kGpuType, driver));
   }
   const std::string name = cudaGetErrorName(error), text = cudaGetErrorString(error);
   return fmt::format("{} failed: {}{}; {}, this plugin was built for the {} {} runtime",
                      kGpuType == DeviceType::HIP ? "hipGetDeviceCount" : "cudaGetDeviceCount", name,
-                     text == name ? "" : fmt::format(" ({})", text), driver_text, kGpuRuntime, gpu_version_text(kGpuType, runtime));
+                     text == name ? "" : fmt::format(" ({})", text), driver_text, kGpuRuntime,
+                     gpu_version_text(kGpuType, runtime));
 }
 
 }  // namespace
