@@ -4,7 +4,6 @@
 
 #include <array>
 #include <atomic>
-#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
