@@ -307,6 +307,12 @@ void register_optim(py::module_& o) {
       .def("_set_group_lr", &Optimizer::set_group_lr)
       .def("_group_weight_decay", [](const Optimizer& opt, std::size_t g) { return opt.groups().at(g).weight_decay; })
       .def("_set_group_weight_decay", &Optimizer::set_group_weight_decay)
+      .def(
+          "add_param_group",
+          [](Optimizer& opt, const py::dict& group) {
+            opt.add_param_group(std::move(to_groups(py::make_tuple(group)).front()));
+          },
+          py::arg("param_group"))
       .def("state_dict", [](const Optimizer& opt) { return to_dict(opt.state_dict()); })
       .def(
           "load_state_dict", [](Optimizer& opt, const py::dict& d) { opt.load_state_dict(from_dict(d)); },

@@ -79,3 +79,17 @@ def test_to_device_and_dtype_in_one_call(device):
     t = strata.tensor([1.5, -2.0]).to(device, strata.float64)
     assert t.dtype == strata.float64 and t.device == strata.device(device)
     assert t.tolist() == [1.5, -2.0]
+
+
+def test_add_param_group_steps_the_new_group():
+    a, b = leaf(1.0), leaf(1.0)
+    sgd = strata.optim.SGD([a], lr=0.1)
+    sgd.add_param_group({"params": [b], "lr": 0.5})
+    assert [g["lr"] for g in sgd.param_groups] == pytest.approx([0.1, 0.5])
+    sgd.step()
+    assert a.tolist() == pytest.approx([0.9]) and b.tolist() == pytest.approx([0.5])
+    with pytest.raises(ValueError, match="same tensor"):
+        sgd.add_param_group({"params": [a]})
+    with pytest.raises(ValueError, match="momentum"):
+        sgd.add_param_group({"params": [leaf(0.0)], "momentum": 0.9})
+    assert len(sgd.param_groups) == 2

@@ -24,23 +24,32 @@ void scale_(Tensor& self, double factor) {
 
 }  // namespace detail
 
-Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, double lr) : name_(std::move(name)) {
+Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, double lr)
+    : name_(std::move(name)), default_lr_(lr) {
   STRATA_CHECK(!groups.empty(), InvalidArgumentError, "{}: got no parameter groups", name_);
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    ParamGroup& group = groups[g];
-    Group range{params_.size(), params_.size() + group.params.size(), group.lr.value_or(lr), group.weight_decay};
-    STRATA_CHECK(range.lr >= 0.0 && std::isfinite(range.lr), InvalidArgumentError,
-                 "{}: the learning rate of group {} must be >= 0, got {}", name_, g, range.lr);
-    STRATA_CHECK(!group.weight_decay || (*group.weight_decay >= 0.0 && std::isfinite(*group.weight_decay)),
-                 InvalidArgumentError, "{}: the weight_decay of group {} must be a finite number >= 0, got {}", name_,
-                 g, group.weight_decay.value_or(0.0));
-    for (Tensor& p : group.params) params_.push_back(std::move(p));
-    groups_.push_back(range);
-  }
-  state_.resize(params_.size());
-  STRATA_CHECK(!params_.empty(), InvalidArgumentError, "{}: got an empty parameter list", name_);
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i];
+  const bool any = std::any_of(groups.begin(), groups.end(), [](const ParamGroup& g) { return !g.params.empty(); });
+  STRATA_CHECK(any, InvalidArgumentError, "{}: got an empty parameter list", name_);
+  for (ParamGroup& group : groups) append_group(std::move(group));
+}
+
+void Optimizer::add_param_group(ParamGroup group) {
+  STRATA_CHECK(!group.params.empty(), InvalidArgumentError, "{}: add_param_group: the group has no parameters",
+               name_);
+  append_group(std::move(group));
+}
+
+void Optimizer::append_group(ParamGroup group) {
+  // Everything is checked before anything changes, so a group that is refused leaves the optimizer as it was.
+  const std::size_t g = groups_.size(), first = params_.size();
+  const Group range{first, first + group.params.size(), group.lr.value_or(default_lr_), group.weight_decay};
+  STRATA_CHECK(range.lr >= 0.0 && std::isfinite(range.lr), InvalidArgumentError,
+               "{}: the learning rate of group {} must be >= 0, got {}", name_, g, range.lr);
+  STRATA_CHECK(!group.weight_decay || (*group.weight_decay >= 0.0 && std::isfinite(*group.weight_decay)),
+               InvalidArgumentError, "{}: the weight_decay of group {} must be a finite number >= 0, got {}", name_, g,
+               group.weight_decay.value_or(0.0));
+  const auto param = [&](std::size_t i) -> const Tensor& { return i < first ? params_[i] : group.params[i - first]; };
+  for (std::size_t i = first; i < range.end; ++i) {
+    const Tensor& p = param(i);
     STRATA_CHECK(p.defined(), InvalidArgumentError, "{}: parameter {} is undefined", name_, i);
     STRATA_CHECK(is_floating(p.dtype()), DTypeError, "{}: parameter {} has dtype {}; only floating tensors can be "
                  "optimised", name_, i, p.dtype());
@@ -49,10 +58,13 @@ Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, double lr
                  p.grad_fn_name());
     // A parameter listed twice (in one group or in two) would be stepped twice per step.
     for (std::size_t j = 0; j < i; ++j) {
-      STRATA_CHECK(!params_[j].is_same(p), InvalidArgumentError, "{}: parameters {} and {} are the same tensor", name_,
+      STRATA_CHECK(!param(j).is_same(p), InvalidArgumentError, "{}: parameters {} and {} are the same tensor", name_,
                    j, i);
     }
   }
+  for (Tensor& p : group.params) params_.push_back(std::move(p));
+  groups_.push_back(range);
+  state_.resize(params_.size());
 }
 
 const Optimizer::Group& Optimizer::group_of(std::size_t i) const {

@@ -62,6 +62,11 @@ class Optimizer {
     std::optional<double> weight_decay;  // unset: the optimizer's
   };
   const std::vector<Group>& groups() const { return groups_; }
+  /// Adds a group after construction (PyTorch's add_param_group), as fine-tuning does when it unfreezes layers. Its
+  /// parameters are checked as the constructor's are, and a group without its own learning rate takes the one the
+  /// optimizer was made with. Nothing changes when the group is refused. A scheduler made before leaves the new
+  /// group's learning rate alone, as PyTorch's do: it schedules the groups it was made with.
+  void add_param_group(ParamGroup group);
   void set_group_lr(std::size_t group, double lr);
   void set_group_weight_decay(std::size_t group, std::optional<double> weight_decay);
   /// The state of parameter i (empty before its first step).
@@ -93,7 +98,11 @@ class Optimizer {
   virtual bool counts_steps() const { return false; }
 
  private:
+  /// Checks a group and appends it (the constructor and add_param_group).
+  void append_group(ParamGroup group);
+
   std::string name_;
+  double default_lr_;  // for groups without their own learning rate
   std::vector<Tensor> params_;
   std::vector<ParamState> state_;
   std::vector<Group> groups_;

@@ -2,6 +2,7 @@
 // group from its own base, and the state dicts that save them.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "strata/core/error.h"
@@ -125,6 +126,50 @@ TEST(ParamGroups, BadGroupsAreRefused) {
   EXPECT_THROW(optim::SGD({{.params = {param(0)}, .lr = -0.1}}, optim::SGDOptions(0.1)), InvalidArgumentError);
   EXPECT_THROW(optim::Adam({{.params = {param(0)}, .weight_decay = -1.0}}), InvalidArgumentError);
   EXPECT_THROW(optim::SGD(std::vector<optim::ParamGroup>{}, optim::SGDOptions(0.1)), InvalidArgumentError);
+}
+
+TEST(ParamGroups, AddParamGroupStepsTheNewGroupWithItsOwnOrTheDefaultLearningRate) {
+  Tensor a = param(1.0), b = param(1.0), c = param(1.0);
+  optim::SGD sgd({a}, optim::SGDOptions(0.1).momentum(0.9));
+  sgd.step();  // a has momentum state before the groups arrive
+  sgd.add_param_group({.params = {b}, .lr = 0.5});
+  sgd.add_param_group({.params = {c}, .weight_decay = 1.0});
+  ASSERT_EQ(sgd.groups().size(), 3u);
+  EXPECT_EQ(sgd.params().size(), 3u);
+  EXPECT_DOUBLE_EQ(sgd.groups()[2].lr, 0.1);  // the optimizer's own
+  sgd.step();
+  EXPECT_DOUBLE_EQ(value(a), 1.0 - 0.1 - 0.1 * (0.9 + 1.0));  // the second step with momentum 0.9
+  EXPECT_DOUBLE_EQ(value(b), 1.0 - 0.5);                      // a first step: no momentum yet
+  EXPECT_DOUBLE_EQ(value(c), 1.0 - 0.1 * (1.0 + 1.0 * 1.0));
+  EXPECT_TRUE(sgd.state_dict().contains("lr.2"));
+}
+
+TEST(ParamGroups, ASchedulerLeavesAGroupAddedAfterItAlone) {
+  Tensor a = param(1.0), b = param(1.0);
+  optim::SGD sgd({a}, optim::SGDOptions(0.1));
+  optim::StepLR scheduler(sgd, 1, 0.5);
+  sgd.add_param_group({.params = {b}, .lr = 1.0});
+  scheduler.step();
+  EXPECT_DOUBLE_EQ(sgd.groups()[0].lr, 0.05);
+  EXPECT_DOUBLE_EQ(sgd.groups()[1].lr, 1.0);
+}
+
+TEST(ParamGroups, ARefusedGroupLeavesTheOptimizerAsItWas) {
+  Tensor a = param(0), b = param(0);
+  optim::SGD sgd({a}, optim::SGDOptions(0.1));
+  EXPECT_THROW(sgd.add_param_group({.params = {b, a}}), InvalidArgumentError);  // a is already optimised
+  EXPECT_THROW(sgd.add_param_group({.params = {b, b}}), InvalidArgumentError);
+  EXPECT_THROW(sgd.add_param_group({.params = {b}, .lr = -1.0}), InvalidArgumentError);
+  EXPECT_THROW(sgd.add_param_group({.params = {tensor<int64_t>({1}, {}, kCPU)}}), DTypeError);
+  EXPECT_THROW(sgd.add_param_group({}), InvalidArgumentError);
+  EXPECT_EQ(sgd.groups().size(), 1u);
+  EXPECT_EQ(sgd.params().size(), 1u);
+  try {
+    sgd.add_param_group({.params = {b, a}});
+    ADD_FAILURE() << "a parameter the optimizer already has was accepted";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("parameters 0 and 2 are the same tensor"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
