@@ -22,9 +22,9 @@ inline constexpr int kDeviceTypeCount = 3;
 std::string_view device_type_name(DeviceType type);
 
 /// A device is a type and an index. Naming a device does not need it to exist; using it does.
-/// A GPU's index is -1 when unspecified ("cuda" means the current CUDA device, "hip" the current AMD
-/// one). A CPU device always has an index:
-/// "cpu" is cpu:0, and cpu:1 and up exist when virtual CPU devices are on (Note [Virtual CPU devices]).
+/// A GPU's index is -1 when unspecified ("cuda" means the current CUDA device, "hip" the current AMD one). A CPU
+/// device always has an index: "cpu" is cpu:0, and cpu:1 and up exist when virtual CPU devices are on (Note
+/// [Virtual CPU devices]).
 class Device {
  public:
   constexpr Device(DeviceType type = DeviceType::CPU, int index = -1)

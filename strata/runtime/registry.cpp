@@ -58,7 +58,6 @@ std::filesystem::path library_folder() {
   return std::filesystem::path(info.dli_fname).parent_path();
 }
 
-
 // Note [Loading a device's plugin]
 // Every device type but the CPU is a separate library, libstrata_<type>.so (libstrata_cuda.so), so that one build
 // runs on machines with and without the device, and plugins built against different vendor SDKs can sit side by
