@@ -1,6 +1,6 @@
 """The measurements of bench/compare-pytorch-python/run: per-op overhead of a tiny add from Python (strata and
-torch), and an epoch of the reference network driven from Python, by Strata and by PyTorch, against strata-train's,
-in alternating rounds."""
+torch), conv2d forward + backward and a 512 x 512 product from Python (both), and an epoch of the reference network
+driven from Python, by Strata and by PyTorch, against strata-train's, in alternating rounds."""
 import argparse
 import json
 import statistics
@@ -22,6 +22,32 @@ def add_overhead_us(lib, number):
     a, b = lib.ones(1), lib.ones(1)
     best = min(timeit.repeat(lambda: a + b, number=number, repeat=5))
     return best / number * 1e6
+
+
+def best_ms(call, number):
+    """Milliseconds per call, the best of 5 repeats of `number` calls after one warm-up call."""
+    call()
+    return min(timeit.repeat(call, number=number, repeat=5)) / number * 1e3
+
+
+def conv_ms(lib, functional, number):
+    """conv2d forward + backward (input, weight and bias gradients) from Python at strata-bench's shape: input
+    [64, 32, 14, 14], weight [64, 32, 3, 3], padding 1, the gradients cleared before each call."""
+    x, w = lib.randn(64, 32, 14, 14), lib.randn(64, 32, 3, 3) * 0.1
+    b, g = lib.zeros(64), lib.ones(64, 64, 14, 14)
+    for t in (x, w, b):
+        t.requires_grad_()
+
+    def call():
+        x.grad = w.grad = b.grad = None
+        functional.conv2d(x, w, b, padding=1).backward(g)
+    return best_ms(call, number)
+
+
+def matmul_ms(lib, number):
+    """A 512 x 512 f32 product from Python."""
+    a, b = lib.randn(512, 512), lib.randn(512, 512)
+    return best_ms(lambda: lib.matmul(a, b), number)
 
 
 def python_epoch_seconds(train_images):
@@ -106,13 +132,19 @@ def main():
 
     number = 20_000 if args.quick else 200_000
     train_images = 6400 if args.quick else 0
-    rows = {"add: strata": [], "add: torch": [], "epoch: Python": [], "epoch: strata-train": [], "epoch: torch": []}
+    rows = {"add: strata": [], "add: torch": [], "conv: strata": [], "conv: torch": [], "matmul: strata": [],
+            "matmul: torch": [], "epoch: Python": [], "epoch: strata-train": [], "epoch: torch": []}
+    kernel_calls = 10 if args.quick else 50
     epochs = {"Python": lambda: python_epoch_seconds(train_images),
               "strata-train": lambda: strata_train_seconds(args.strata_train, train_images),
               "torch": lambda: torch_epoch_seconds(torch, train_images)}
     for r in range(args.rounds):
         rows["add: strata"].append(add_overhead_us(strata, number))
         rows["add: torch"].append(add_overhead_us(torch, number))
+        rows["conv: strata"].append(conv_ms(strata, F, kernel_calls))
+        rows["conv: torch"].append(conv_ms(torch, torch.nn.functional, kernel_calls))
+        rows["matmul: strata"].append(matmul_ms(strata, kernel_calls))
+        rows["matmul: torch"].append(matmul_ms(torch, kernel_calls))
         # Rotate which epoch goes first, so that none always meets a warmer (or busier) machine.
         sides = list(epochs)
         for side in sides[r % 3:] + sides[:r % 3]:
@@ -122,6 +154,9 @@ def main():
     print(f"{'measure':<22}{'strata':>12}{'other':>12}{'ratio':>8}")
     print(f"{'tiny add, us/op':<22}{med['add: strata']:>12.3f}{med['add: torch']:>12.3f}"
           f"{med['add: strata'] / med['add: torch']:>8.2f}   (other: torch)")
+    for name, unit in (("conv", "conv2d fwd+bwd, ms"), ("matmul", "matmul 512, ms")):
+        print(f"{unit:<22}{med[name + ': strata']:>12.3f}{med[name + ': torch']:>12.3f}"
+              f"{med[name + ': strata'] / med[name + ': torch']:>8.2f}   (other: torch)")
     print(f"{'epoch, s':<22}{med['epoch: Python']:>12.2f}{med['epoch: strata-train']:>12.2f}"
           f"{med['epoch: Python'] / med['epoch: strata-train']:>8.2f}   (strata from Python / strata-train)")
     print(f"{'epoch, s':<22}{med['epoch: Python']:>12.2f}{med['epoch: torch']:>12.2f}"
