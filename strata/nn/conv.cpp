@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "strata/core/error.h"
+#include "strata/nn/blocked.h"
 #include "strata/nn/functional.h"
 #include "strata/ops/checks.h"
 #include "strata/ops/dnn_kernels.h"
@@ -21,6 +22,8 @@ namespace {
 
 const ops::KernelSlot<ops::Conv2dFn> conv2d_slot("conv2d");
 const ops::KernelSlot<ops::Conv2dBackwardFn> conv2d_backward_slot("conv2d_backward");
+const ops::KernelSlot<ops::Conv2dFn> conv2d_blocked_slot("conv2d_blocked");
+const ops::KernelSlot<ops::Conv2dBackwardFn> conv2d_blocked_backward_slot("conv2d_blocked_backward");
 
 /// What check_conv finds: the kernel's parameters and the output's shape.
 struct CheckedConv {
@@ -28,8 +31,9 @@ struct CheckedConv {
   Shape out_shape;
 };
 
-CheckedConv check_conv(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride,
-                Pair padding, Pair dilation, int64_t groups) {
+// `in_shape` is the input's NCHW shape: its own, or that of a blocked input [N, C/b, H, W, b] (conv2d_blocked).
+CheckedConv check_conv(const char* op, const Tensor& input, const Shape& in_shape, const Tensor& weight,
+                       const Tensor& bias, Pair stride, Pair padding, Pair dilation, int64_t groups) {
   STRATA_CHECK(input.defined() && weight.defined(), InvalidArgumentError,
                "{}: the input and the weight must be defined tensors", op);
   const TensorView iv = input.view(), wv = weight.view();
@@ -39,7 +43,7 @@ CheckedConv check_conv(const char* op, const Tensor& input, const Tensor& weight
   } else {
     ops::check_same_device(op, {&iv, &wv});
   }
-  STRATA_CHECK(input.dim() == 4, ShapeError, "{}: expected a 4-D input [N, C, H, W], got shape {}", op,
+  STRATA_CHECK(in_shape.size() == 4, ShapeError, "{}: expected a 4-D input [N, C, H, W], got shape {}", op,
                input.shape());
   STRATA_CHECK(weight.dim() == 4, ShapeError, "{}: expected a 4-D weight [O, C/groups, kH, kW], got shape {}", op,
                weight.shape());
@@ -60,7 +64,7 @@ CheckedConv check_conv(const char* op, const Tensor& input, const Tensor& weight
     STRATA_CHECK(p.h <= std::numeric_limits<int32_t>::max() && p.w <= std::numeric_limits<int32_t>::max(),
                  NotImplementedError, "{}: {} ({}, {}) is larger than 2^31-1", op, what, p.h, p.w);
   }
-  const int64_t c = input.size(1), h = input.size(2), w = input.size(3);
+  const int64_t c = in_shape[1], h = in_shape[2], w = in_shape[3];
   const int64_t o = weight.size(0), kh = weight.size(2), kw = weight.size(3);
   STRATA_CHECK(c >= 1 && h >= 1 && w >= 1, ShapeError, "{}: the input of shape {} has an empty channel or spatial dim",
                op, input.shape());
@@ -89,7 +93,7 @@ CheckedConv check_conv(const char* op, const Tensor& input, const Tensor& weight
                padding.w);
   CheckedConv conv;
   conv.params = {stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w, groups, false, allow_tf32()};
-  conv.out_shape = {input.size(0), o, ops::window_output_size(h, kh, stride.h, padding.h, dilation.h),
+  conv.out_shape = {in_shape[0], o, ops::window_output_size(h, kh, stride.h, padding.h, dilation.h),
                     ops::window_output_size(w, kw, stride.w, padding.w, dilation.w)};
   return conv;
 }
@@ -104,6 +108,7 @@ TensorView no_tensor(DType dtype, Device device) {
 // grad_input, grad_weight and grad_bias (each only when `wanted`) from the gradient of conv's output.
 std::vector<Tensor> conv_grads(const char* op, const Tensor& g, const Tensor& input, const Tensor& weight,
                                const ops::Conv2dParams& params, std::array<bool, 3> wanted) {
+  const bool blocked = params.src_block != 0 || params.dst_block != 0;
   const Tensor dy = g.contiguous();
   const ops::OpCall call = detail::op_call(op, input.device());
   const TensorOptions options = TensorOptions(weight.dtype()).device(weight.device());
@@ -116,22 +121,43 @@ std::vector<Tensor> conv_grads(const char* op, const Tensor& g, const Tensor& in
   if (wanted[1] || wanted[2]) gw = empty(weight.shape(), options);  // the kernel computes grad_bias beside it
   if (wanted[2]) gb = empty({weight.size(0)}, options);
   const auto view = [&](const Tensor& t) { return t.defined() ? t.view() : no_tensor(g.dtype(), g.device()); };
-  conv2d_backward_slot.get(input.device())(call, view(gi), view(gw), view(gb), dy.view(), input.view(), weight.view(),
-                                           params);
+  (blocked ? conv2d_blocked_backward_slot : conv2d_backward_slot)
+      .get(input.device())(call, view(gi), view(gw), view(gb), dy.view(), input.view(), weight.view(), params);
   return {wanted[0] ? gi : Tensor(), wanted[1] ? gw : Tensor(), gb};
 }
 
+// The NCHW shape of a blocked activation [N, C/b, H, W, b] (`block` > 0; Note [Activations in oneDNN's blocked
+// layout]), checked to be one; an NCHW tensor's own shape otherwise.
+Shape nchw_shape(const char* op, const Tensor& t, int64_t block) {
+  if (block == 0) return t.shape();
+  STRATA_CHECK(t.dim() == 5 && t.size(4) == block, ShapeError,
+               "{}: expected a blocked activation [N, C/{}, H, W, {}], got shape {}", op, block, block, t.shape());
+  return {t.size(0), t.size(1) * block, t.size(2), t.size(3)};
+}
+
+// `in_block` and `out_block` are the layouts of the input and the output: 0 for NCHW, b for [N, C/b, H, W, b].
 Tensor convolution(const char* op, const Tensor& input_arg, const Tensor& weight_arg, const Tensor& bias_arg,
-                   Pair stride, Pair padding, Pair dilation, int64_t groups, bool relu) {
-  CheckedConv conv = check_conv(op, input_arg, weight_arg, bias_arg, stride, padding, dilation, groups);
+                   Pair stride, Pair padding, Pair dilation, int64_t groups, bool relu, int64_t in_block = 0,
+                   int64_t out_block = 0) {
+  CheckedConv conv = check_conv(op, input_arg, nchw_shape(op, input_arg, in_block), weight_arg, bias_arg, stride,
+                                padding, dilation, groups);
   conv.params.relu = relu;
+  conv.params.src_block = in_block;
+  conv.params.dst_block = out_block;
+  if (out_block != 0) {
+    STRATA_CHECK(conv.out_shape[1] % out_block == 0, ShapeError,
+                 "{}: {} output channels do not fill blocks of {}", op, conv.out_shape[1], out_block);
+    conv.out_shape = {conv.out_shape[0], conv.out_shape[1] / out_block, conv.out_shape[2], conv.out_shape[3],
+                      out_block};
+  }
+  const bool blocked = in_block != 0 || out_block != 0;
   const Tensor input = input_arg.contiguous(), weight = weight_arg.contiguous();
   const Tensor bias = bias_arg.defined() ? bias_arg.contiguous() : Tensor();
   Tensor out = empty(conv.out_shape, TensorOptions(input.dtype()).device(input.device()));
   if (out.numel() > 0) {
-    conv2d_slot.get(input.device())(detail::op_call(op, input.device()), out.view(), input.view(), weight.view(),
-                                    bias.defined() ? bias.view() : no_tensor(input.dtype(), input.device()),
-                                    conv.params);
+    (blocked ? conv2d_blocked_slot : conv2d_slot)
+        .get(input.device())(detail::op_call(op, input.device()), out.view(), input.view(), weight.view(),
+                             bias.defined() ? bias.view() : no_tensor(input.dtype(), input.device()), conv.params);
   }
   const bool with_bias = bias_arg.defined();
   if (with_bias ? detail::needs_grad({&input_arg, &weight_arg, &bias_arg})
@@ -170,3 +196,14 @@ Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const Tensor& bias
 }
 
 }  // namespace strata::nn::functional
+
+namespace strata::nn::blocked {
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
+              int64_t groups, int64_t block) {
+  const int64_t in_block = input.defined() && input.dim() == 5 ? block : 0;
+  return functional::convolution("conv2d", input, weight, bias, stride, padding, dilation, groups, false, in_block,
+                                 block);
+}
+
+}  // namespace strata::nn::blocked

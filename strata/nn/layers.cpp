@@ -8,6 +8,7 @@
 #include <typeinfo>
 
 #include "strata/core/error.h"
+#include "strata/nn/blocked.h"
 #include "strata/nn/init.h"
 #include "strata/tensor/functions.h"
 
@@ -85,18 +86,38 @@ const std::shared_ptr<Layer>& Sequential::operator[](std::size_t i) const {
 // per step (docs/benchmarks.md, "Measurements behind the CPU decisions"). It is a switch, off by default, rather
 // than a rewrite Sequential does on its own: a user's list of layers runs as written unless they ask, and a printed
 // autograd graph (grad_fn names) shows the ops of the list. Layers are matched by exact type, so a subclass (which
-// may override forward) is never fused, and layers called one by one (model[i](x)) are not rearranged.
+// may override forward) is never fused, and layers called one by one (model[i](x)) are not rearranged. Runs of such
+// triples also keep their activations in the backend's blocked layout (Note [Activations in oneDNN's blocked
+// layout] in blocked.cpp).
 Tensor Sequential::forward(const Tensor& input) {
   const auto is = [this](std::size_t i, const std::type_info& type) {
     if (i >= layers_.size()) return false;
     const Layer& layer = *layers_[i];
     return typeid(layer) == type;
   };
+  const auto conv_relu_pool = [&](std::size_t i) {
+    return is(i, typeid(Conv2d)) && is(i + 1, typeid(ReLU)) && is(i + 2, typeid(MaxPool2d));
+  };
+  // Note [Activations in oneDNN's blocked layout]: the run of triples from i stays blocked while every
+  // convolution's output channels fill whole blocks.
+  const auto blocks_fill = [&](std::size_t i, int64_t block) {
+    return block > 0 && conv_relu_pool(i) &&
+           static_cast<const Conv2d&>(*layers_[i]).options.out_channels % block == 0;
+  };
   Tensor x = input;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     if (!fuse_) {
       x = (*layers_[i])(x);
-    } else if (is(i, typeid(Conv2d)) && is(i + 1, typeid(ReLU)) && is(i + 2, typeid(MaxPool2d))) {
+    } else if (const int64_t block = x.defined() ? blocked::block_size(x.device(), x.dtype()) : 0;
+               blocks_fill(i, block)) {
+      for (; blocks_fill(i, block); i += 3) {
+        const auto& pool = static_cast<const MaxPool2d&>(*layers_[i + 2]).options;
+        x = static_cast<Conv2d&>(*layers_[i]).call_blocked(x, block);
+        const bool last = !blocks_fill(i + 3, block);  // the run's last pooling gives NCHW
+        x = relu(blocked::max_pool2d(x, pool.kernel_size, pool.stride_, pool.padding_, block, last));
+      }
+      --i;  // the loop's ++i moves to the layer after the run
+    } else if (conv_relu_pool(i)) {
       x = relu((*layers_[i + 2])((*layers_[i])(x)));
       i += 2;
     } else if (is(i, typeid(Conv2d)) && is(i + 1, typeid(ReLU))) {

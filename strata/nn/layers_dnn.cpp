@@ -4,6 +4,7 @@
 
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
+#include "strata/nn/blocked.h"
 #include "strata/nn/init.h"
 #include "strata/nn/layers.h"
 #include "strata/tensor/functions.h"
@@ -44,6 +45,12 @@ Tensor Conv2d::call_with_relu(const Tensor& input) {
   check_device(input);
   return functional::conv2d_relu(input, weight, bias, options.stride_, options.padding_, options.dilation_,
                                  options.groups_);
+}
+
+Tensor Conv2d::call_blocked(const Tensor& input, int64_t block) {
+  check_device(input);
+  return blocked::conv2d(input, weight, bias, options.stride_, options.padding_, options.dilation_, options.groups_,
+                         block);
 }
 
 Tensor MaxPool2d::forward(const Tensor& input) {

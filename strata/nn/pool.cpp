@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "strata/core/error.h"
+#include "strata/nn/blocked.h"
 #include "strata/nn/functional.h"
 #include "strata/ops/dnn_kernels.h"
 #include "strata/tensor/autograd_support.h"
@@ -17,15 +18,25 @@ namespace {
 
 const ops::KernelSlot<ops::MaxPool2dFn> max_pool2d_slot("max_pool2d");
 const ops::KernelSlot<ops::MaxPool2dBackwardFn> max_pool2d_backward_slot("max_pool2d_backward");
+const ops::KernelSlot<ops::MaxPool2dFn> max_pool2d_blocked_slot("max_pool2d_blocked");
+const ops::KernelSlot<ops::MaxPool2dBackwardFn> max_pool2d_blocked_backward_slot("max_pool2d_blocked_backward");
 const ops::KernelSlot<ops::AvgPool2dFn> avg_pool2d_slot("avg_pool2d");
 const ops::KernelSlot<ops::AvgPool2dBackwardFn> avg_pool2d_backward_slot("avg_pool2d_backward");
 const ops::KernelSlot<ops::AdaptiveAvgPool2dFn> adaptive_slot("adaptive_avg_pool2d");
 const ops::KernelSlot<ops::AdaptiveAvgPool2dBackwardFn> adaptive_backward_slot("adaptive_avg_pool2d_backward");
 
-void check_input(const char* op, const Tensor& input) {
+// `block` > 0: the input is a blocked activation [N, C/b, H, W, b] (Note [Activations in oneDNN's blocked layout]),
+// whose H and W are where NCHW's are.
+void check_input(const char* op, const Tensor& input, int64_t block = 0) {
   STRATA_CHECK(input.defined(), InvalidArgumentError, "{}: the input is an undefined tensor", op);
-  STRATA_CHECK(input.dim() == 4, ShapeError, "{}: expected a 4-D input [N, C, H, W], got shape {}", op,
-               input.shape());
+  if (block != 0) {
+    STRATA_CHECK(input.dim() == 5 && input.size(4) == block, ShapeError,
+                 "{}: expected a blocked activation [N, C/{}, H, W, {}], got shape {}", op, block, block,
+                 input.shape());
+  } else {
+    STRATA_CHECK(input.dim() == 4, ShapeError, "{}: expected a 4-D input [N, C, H, W], got shape {}", op,
+                 input.shape());
+  }
   STRATA_CHECK(is_floating(input.dtype()), DTypeError,
                "{}: {} inputs are not supported; pooling takes floating tensors (convert with .to(DType::F32))", op,
                input.dtype());
@@ -38,8 +49,9 @@ struct Pool {
   Shape out_shape;
 };
 
-Pool check_window(const char* op, const Tensor& input, Pair kernel, std::optional<Pair> stride_arg, Pair padding) {
-  check_input(op, input);
+Pool check_window(const char* op, const Tensor& input, Pair kernel, std::optional<Pair> stride_arg, Pair padding,
+                  int64_t block = 0) {
+  check_input(op, input, block);
   const Pair stride = stride_arg.value_or(kernel);
   STRATA_CHECK(kernel.h >= 1 && kernel.w >= 1, InvalidArgumentError, "{}: kernel size must be positive, got ({}, {})",
                op, kernel.h, kernel.w);
@@ -64,36 +76,49 @@ Pool check_window(const char* op, const Tensor& input, Pair kernel, std::optiona
   pool.params = {kernel.h, kernel.w, stride.h, stride.w, padding.h, padding.w};
   pool.out_shape = {input.size(0), input.size(1), ops::window_output_size(h, kernel.h, stride.h, padding.h),
                     ops::window_output_size(w, kernel.w, stride.w, padding.w)};
+  if (block != 0) pool.out_shape.push_back(block);
   return pool;
 }
 
 TensorOptions options_of(const Tensor& t) { return TensorOptions(t.dtype()).device(t.device()); }
 
-}  // namespace
-
-Tensor max_pool2d(const Tensor& input_arg, Pair kernel, std::optional<Pair> stride, Pair padding) {
+// max_pool2d of an NCHW input (`block` 0) or of a blocked one, whose output is blocked too unless `nchw_out`.
+Tensor max_pool(const Tensor& input_arg, Pair kernel, std::optional<Pair> stride, Pair padding, int64_t block,
+                bool nchw_out) {
   constexpr const char* op = "max_pool2d";
-  const Pool pool = check_window(op, input_arg, kernel, stride, padding);
+  Pool pool = check_window(op, input_arg, kernel, stride, padding, block);
+  if (block != 0 && nchw_out) {
+    pool.out_shape = {pool.out_shape[0], pool.out_shape[1] * block, pool.out_shape[2], pool.out_shape[3]};
+  }
+  const ops::KernelSlot<ops::MaxPool2dFn>& forward = block != 0 ? max_pool2d_blocked_slot : max_pool2d_slot;
   const Tensor input = input_arg.contiguous();
   Tensor out = empty(pool.out_shape, options_of(input));
   Tensor indices = empty(pool.out_shape, TensorOptions(DType::I64).device(input.device()));
   if (out.numel() > 0) {
-    max_pool2d_slot.get(input.device())(detail::op_call(op, input.device()), out.view(), indices.view(), input.view(),
-                                        pool.params);
+    forward.get(input.device())(detail::op_call(op, input.device()), out.view(), indices.view(), input.view(),
+                                pool.params);
   }
   if (detail::needs_grad({&input_arg})) {
     const Shape in_shape = input.shape();
     const ops::Pool2dParams params = pool.params;
-    detail::record(op, {&input_arg}, out, [in_shape, indices, params](const Tensor& g) {
+    const ops::KernelSlot<ops::MaxPool2dBackwardFn>* backward =
+        block != 0 ? &max_pool2d_blocked_backward_slot : &max_pool2d_backward_slot;
+    detail::record(op, {&input_arg}, out, [in_shape, indices, params, backward](const Tensor& g) {
       Tensor gi = empty(in_shape, options_of(g));
       if (gi.numel() > 0) {
-        max_pool2d_backward_slot.get(g.device())(detail::op_call("max_pool2d_backward", g.device()), gi.view(),
-                                                 g.contiguous().view(), indices.view(), params);
+        backward->get(g.device())(detail::op_call("max_pool2d_backward", g.device()), gi.view(), g.contiguous().view(),
+                                 indices.view(), params);
       }
       return std::vector<Tensor>{gi};
     });
   }
   return out;
+}
+
+}  // namespace
+
+Tensor max_pool2d(const Tensor& input, Pair kernel, std::optional<Pair> stride, Pair padding) {
+  return max_pool(input, kernel, stride, padding, 0, false);
 }
 
 Tensor avg_pool2d(const Tensor& input_arg, Pair kernel, std::optional<Pair> stride, Pair padding) {
@@ -144,3 +169,12 @@ Tensor adaptive_avg_pool2d(const Tensor& input_arg, Pair output_size) {
 }
 
 }  // namespace strata::nn::functional
+
+namespace strata::nn::blocked {
+
+Tensor max_pool2d(const Tensor& input, Pair kernel, std::optional<Pair> stride, Pair padding, int64_t block,
+                  bool nchw_out) {
+  return functional::max_pool(input, kernel, stride, padding, block, nchw_out);
+}
+
+}  // namespace strata::nn::blocked

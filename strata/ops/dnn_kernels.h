@@ -20,12 +20,18 @@ namespace strata::ops {
 //  - max_pool2d's indices hold, for each output, the flat position h * W + w of the chosen input in its plane
 //    (PyTorch's convention), which the backward pass reads instead of searching again.
 //  - `allow_tf32` passes set_allow_tf32 down (see Note [One batched GEMM]); `relu` fuses max(0, x) after the bias.
+//  - The `_blocked` entries, which only backends with such a layout register, take activations in a channel-blocked
+//    layout instead of NCHW (Note [Activations in oneDNN's blocked layout] in nn/blocked.cpp): a contiguous 5-D
+//    view [N, C/b, H, W, b], where src_block / dst_block say which of the convolution's activations are blocked
+//    and with which b (0: NCHW). Pooling's blocked entries take and give [N, C/b, H, W, b] (indices too), b being
+//    the views' last size.
 
 /// Window geometry of a 2-D convolution.
 struct Conv2dParams {
   int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1, groups = 1;
   bool relu = false;
   bool allow_tf32 = false;
+  int64_t src_block = 0, dst_block = 0;  // the `_blocked` entries only (above)
 };
 
 /// Window geometry of a 2-D pooling (dilation 1).
@@ -49,6 +55,9 @@ using MaxPool2dFn = void(const OpCall&, const TensorView& out, const TensorView&
 /// grad_input[N, C, H, W]: each grad_output element added at its saved index.
 using MaxPool2dBackwardFn = void(const OpCall&, const TensorView& grad_input, const TensorView& grad_output,
                                  const TensorView& indices, const Pool2dParams&);
+/// The channel block b that a backend's blocked convolutions take (the `_blocked` entries above), for f32.
+using ConvBlockFn = int64_t(const OpCall&);
+
 /// Window means with padding counted as zeros in the divisor kH * kW.
 using AvgPool2dFn = void(const OpCall&, const TensorView& out, const TensorView& input, const Pool2dParams&);
 using AvgPool2dBackwardFn = void(const OpCall&, const TensorView& grad_input, const TensorView& grad_output,

@@ -41,7 +41,9 @@ struct ConvShape {
 
 ConvShape conv_shape(const TensorView& input, const TensorView& weight, const TensorView& out,
                      const ops::Conv2dParams& p) {
-  return {input.shape[0], input.shape[1], input.shape[2], input.shape[3], weight.shape[0], weight.shape[2],
+  // A blocked input [N, C/b, H, W, b] has C/b blocks of b channels (the `_blocked` entries).
+  const int64_t channels = input.dim() == 5 ? input.shape[1] * input.shape[4] : input.shape[1];
+  return {input.shape[0], channels, input.shape[2], input.shape[3], weight.shape[0], weight.shape[2],
           weight.shape[3], out.shape[2],  out.shape[3],   p};
 }
 
@@ -231,8 +233,14 @@ void gemm_backward_weight(const ConvShape& s, T* grad_weight, T* grad_bias, cons
 
 // dW_g^T = sum over the batch of [col; 1] dy_g^T: [k + 1, oh * ow] x [oh * ow, og], the patch matrix with a row
 // of ones under it, whose row of the product is the bias gradient (Note [Weight gradients of thin convolutions]).
+// A blocked grad_output [N, O/b, OH, OW, b] (s.p.dst_block = b, one group) holds dy^T's columns b at a time, [oh * ow,
+// b] blocks with rows b apart: one product per block, into b columns of the result.
 template <typename T>
 void gemm_backward_weight_transposed(const ConvShape& s, T* grad_weight, T* grad_bias, const T* in, const T* grad_out) {
+  const int64_t block = s.p.dst_block;
+  STRATA_CHECK(block == 0 || (s.p.groups == 1 && s.o % block == 0), NotImplementedError,
+               "conv2d: a blocked weight gradient of {} groups and {} channels in blocks of {}", s.p.groups, s.o,
+               block);
   const int64_t rows = s.k() + 1;
   std::vector<T> sums(static_cast<std::size_t>(s.p.groups * rows * s.og()));
   sum_over_batch<T>(s.n, std::ssize(sums), sums.data(), [&](int64_t i, T* acc, T beta, std::vector<T>& col) {
@@ -243,8 +251,15 @@ void gemm_backward_weight_transposed(const ConvShape& s, T* grad_weight, T* grad
     for (int64_t g = 0; g < s.p.groups; ++g) {
       im2col(s, in + (i * s.c + g * s.cg()) * s.h * s.w, col.data(), s.spatial());
       const T* dy = grad_out + (i * s.o + g * s.og()) * s.spatial();
-      blas_gemm<T>(false, true, rows, s.og(), s.spatial(), T(1), col.data(), s.spatial(), dy, s.spatial(), beta,
-                   acc + g * rows * s.og(), s.og());
+      if (block == 0) {
+        blas_gemm<T>(false, true, rows, s.og(), s.spatial(), T(1), col.data(), s.spatial(), dy, s.spatial(), beta,
+                     acc + g * rows * s.og(), s.og());
+        continue;
+      }
+      for (int64_t j = 0; j < s.o / block; ++j) {
+        blas_gemm<T>(false, false, rows, block, s.spatial(), T(1), col.data(), s.spatial(),
+                     dy + j * s.spatial() * block, block, beta, acc + j * block, s.og());
+      }
     }
   });
   for (int64_t g = 0; g < s.p.groups; ++g) {
@@ -314,6 +329,21 @@ bool winograd_suits(const ConvShape& s) {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
+// Our layout of an activation: NCHW, or oneDNN's nChw8c / nChw16c for the `_blocked` entries.
+tag activation_tag(int64_t block) {
+  switch (block) {
+    case 0: return tag::nchw;
+    case 8: return tag::nChw8c;
+    case 16: return tag::nChw16c;
+    default: STRATA_THROW(NotImplementedError, "conv2d: a channel block of {} is not supported (8 or 16)", block);
+  }
+}
+
+// The block the `_blocked` entries take: the one oneDNN's direct convolutions use on this CPU (nChw16c with
+// AVX-512, nChw8c with AVX2), so that a run of blocked layers meets no reorder (Note [Activations in oneDNN's
+// blocked layout]).
+int64_t conv_block_size(const ops::OpCall&) { return onednn_uses_avx512() ? 16 : 8; }
+
 /// The memory descriptors of one convolution, in our layouts (`plain`) or left to oneDNN (`any`).
 struct OneDnnConv {
   dnnl::memory::desc src, weights, bias, dst;
@@ -322,12 +352,12 @@ struct OneDnnConv {
 
   OneDnnConv(const ConvShape& s, bool with_bias, bool plain,
              dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct)
-      : src({s.n, s.c, s.h, s.w}, dt::f32, plain ? tag::nchw : tag::any),
+      : src({s.n, s.c, s.h, s.w}, dt::f32, plain ? activation_tag(s.p.src_block) : tag::any),
         weights(s.p.groups == 1
                     ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, dt::f32, plain ? tag::oihw : tag::any)
                     : dnnl::memory::desc({s.p.groups, s.og(), s.cg(), s.kh, s.kw}, dt::f32, plain ? tag::goihw : tag::any)),
         bias(with_bias ? dnnl::memory::desc({s.o}, dt::f32, tag::x) : dnnl::memory::desc()),
-        dst({s.n, s.o, s.oh, s.ow}, dt::f32, plain ? tag::nchw : tag::any),
+        dst({s.n, s.o, s.oh, s.ow}, dt::f32, plain ? activation_tag(s.p.dst_block) : tag::any),
         strides{s.p.stride_h, s.p.stride_w},
         dilates{s.p.dilation_h - 1, s.p.dilation_w - 1},  // oneDNN counts the gaps: 0 is a dense kernel
         pad_l{s.p.pad_h, s.p.pad_w},
@@ -431,11 +461,12 @@ CachedPass make_pass(const ConvShape& s, Pass pass, bool with_bias, dnnl::algori
 }
 
 CachedPass cached_pass(const ConvShape& s, Pass pass, bool with_bias) {
-  using Key = std::array<int64_t, 18>;
+  using Key = std::array<int64_t, 20>;
   const ops::Conv2dParams& p = s.p;
   const bool winograd = winograd_suits(s);  // depends on the thread count too, hence in the key
   const Key key{static_cast<int64_t>(pass), s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, p.stride_h, p.stride_w, p.pad_h,
-                p.pad_w, p.dilation_h, p.dilation_w, p.groups, with_bias, pass == Pass::Forward && p.relu, winograd};
+                p.pad_w, p.dilation_h, p.dilation_w, p.groups, with_bias, pass == Pass::Forward && p.relu, winograd,
+                p.src_block, p.dst_block};
   static std::mutex mutex;
   static std::map<Key, CachedPass> cache;
   {
@@ -467,6 +498,22 @@ using Args = std::vector<std::pair<int, const TensorView*>>;
 class OneDnnCall {
  public:
   explicit OneDnnCall(const ops::OpCall& call) : op_(call.op), device_(call.device) {}
+
+  /// A blocked activation (`block` > 0) as NCHW, in a buffer that lives as long as this call; NCHW as it is.
+  const float* nchw(const TensorView& v, int64_t block, const dnnl::memory::dims& dims) {
+    if (block == 0) return v.ptr<float>();
+    try {
+      const dnnl::memory::desc from(dims, dt::f32, activation_tag(block)), to(dims, dt::f32, tag::nchw);
+      dnnl::memory source(from, cpu_engine(), v.ptr<float>());
+      dnnl::memory plain = buffer(to);
+      dnnl::reorder(source, plain).execute(stream(), source, plain);
+      stream().wait();
+      return static_cast<const float*>(plain.get_data_handle());
+    } catch (const dnnl::error& e) {
+      STRATA_THROW(BackendError, "{}: oneDNN reorder failed: {} (status {})", op_, e.what(),
+                   static_cast<int>(e.status));
+    }
+  }
 
   /// Runs one pass; `args` maps oneDNN argument ids to our views.
   void run(const ConvShape& s, Pass pass, bool with_bias, const Args& args) {
@@ -529,8 +576,14 @@ class OneDnnCall {
                dtype);
 }
 
+void check_blocked_dtype(const ops::OpCall& call, const ops::Conv2dParams& p, DType dtype) {
+  STRATA_CHECK((p.src_block == 0 && p.dst_block == 0) || dtype == DType::F32, DTypeError,
+               "{}: blocked layouts are for f32 convolutions, got {}", call.op, dtype);
+}
+
 void conv2d_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& input, const TensorView& weight,
                    const TensorView& bias, const ops::Conv2dParams& p) {
+  check_blocked_dtype(call, p, input.dtype);
   const ConvShape s = conv_shape(input, weight, out, p);
   const bool with_bias = bias.data != nullptr;
   switch (input.dtype) {
@@ -571,6 +624,7 @@ void gemm_backward(const ConvShape& s, const TensorView& grad_input, const Tenso
 void conv2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_input, const TensorView& grad_weight,
                             const TensorView& grad_bias, const TensorView& grad_output, const TensorView& input,
                             const TensorView& weight, const ops::Conv2dParams& p) {
+  check_blocked_dtype(call, p, input.dtype);
   const ConvShape s = conv_shape(input, weight, grad_output, p);
   switch (input.dtype) {
 #if STRATA_HAVE_DNNL
@@ -583,12 +637,23 @@ void conv2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_inpu
       }
       if (grad_weight.data == nullptr) return;
       const bool with_bias = grad_bias.data != nullptr;
-      if (s.k() <= kSmallPatch) {
-        // Note [Weight gradients of thin convolutions]
-        const auto backward_weight =
-            s.k() < 16 || s.og() <= 32 ? gemm_backward_weight_transposed<float> : gemm_backward_weight<float>;
-        return backward_weight(s, grad_weight.ptr<float>(), with_bias ? grad_bias.ptr<float>() : nullptr,
-                               input.ptr<float>(), grad_output.ptr<float>());
+      if (s.k() <= kSmallPatch && s.p.src_block == 0) {
+        // Note [Weight gradients of thin convolutions]. The transposed product reads a blocked grad_output (the
+        // first layer of a blocked run) as it is; the other is relaid out to NCHW for it.
+        float* dw = grad_weight.ptr<float>();
+        float* db = with_bias ? grad_bias.ptr<float>() : nullptr;
+        if (s.k() < 16 || s.og() <= 32) {
+          if (s.p.groups == 1) return gemm_backward_weight_transposed<float>(s, dw, db, input.ptr<float>(),
+                                                                             grad_output.ptr<float>());
+          ConvShape plain = s;
+          plain.p.dst_block = 0;
+          return gemm_backward_weight_transposed<float>(
+              plain, dw, db, input.ptr<float>(), onednn.nchw(grad_output, s.p.dst_block, {s.n, s.o, s.oh, s.ow}));
+        }
+        ConvShape plain = s;
+        plain.p.dst_block = 0;
+        return gemm_backward_weight<float>(plain, dw, db, input.ptr<float>(),
+                                           onednn.nchw(grad_output, s.p.dst_block, {s.n, s.o, s.oh, s.ow}));
       }
       Args args{{DNNL_ARG_SRC, &input}, {DNNL_ARG_DIFF_DST, &grad_output}, {DNNL_ARG_DIFF_WEIGHTS, &grad_weight}};
       if (with_bias) args.emplace_back(DNNL_ARG_DIFF_BIAS, &grad_bias);
@@ -610,5 +675,11 @@ void conv2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_inpu
 
 STRATA_REGISTER_KERNEL("conv2d", CPU, Conv2dFn, conv2d_kernel);
 STRATA_REGISTER_KERNEL("conv2d_backward", CPU, Conv2dBackwardFn, conv2d_backward_kernel);
+#if STRATA_HAVE_DNNL
+// The same kernels read src_block and dst_block (Note [The DNN kernel contract]); f32 only, as oneDNN's.
+STRATA_REGISTER_KERNEL("conv2d_blocked", CPU, Conv2dFn, conv2d_kernel);
+STRATA_REGISTER_KERNEL("conv2d_blocked_backward", CPU, Conv2dBackwardFn, conv2d_backward_kernel);
+STRATA_REGISTER_KERNEL("conv2d_block_size", CPU, ConvBlockFn, conv_block_size);
+#endif
 
 }  // namespace strata::cpu
