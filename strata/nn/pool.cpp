@@ -86,14 +86,13 @@ TensorOptions options_of(const Tensor& t) { return TensorOptions(t.dtype()).devi
 Tensor max_pool(const Tensor& input_arg, Pair kernel, std::optional<Pair> stride, Pair padding, int64_t block,
                 bool nchw_out) {
   constexpr const char* op = "max_pool2d";
-  Pool pool = check_window(op, input_arg, kernel, stride, padding, block);
-  if (block != 0 && nchw_out) {
-    pool.out_shape = {pool.out_shape[0], pool.out_shape[1] * block, pool.out_shape[2], pool.out_shape[3]};
-  }
+  const Pool pool = check_window(op, input_arg, kernel, stride, padding, block);
+  const Shape& s = pool.out_shape;
   const ops::KernelSlot<ops::MaxPool2dFn>& forward = block != 0 ? max_pool2d_blocked_slot : max_pool2d_slot;
   const Tensor input = input_arg.contiguous();
-  Tensor out = empty(pool.out_shape, options_of(input));
-  Tensor indices = empty(pool.out_shape, TensorOptions(DType::I64).device(input.device()));
+  Tensor out = empty(block != 0 && nchw_out ? Shape{s[0], s[1] * block, s[2], s[3]} : s, options_of(input));
+  // Blocked pooling keeps its indices blocked whatever its output: only its own backward reads them.
+  Tensor indices = empty(s, TensorOptions(DType::I64).device(input.device()));
   if (out.numel() > 0) {
     forward.get(input.device())(detail::op_call(op, input.device()), out.view(), indices.view(), input.view(),
                                 pool.params);

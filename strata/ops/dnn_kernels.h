@@ -23,8 +23,8 @@ namespace strata::ops {
 //  - The `_blocked` entries, which only backends with such a layout register, take activations in a channel-blocked
 //    layout instead of NCHW (Note [Activations in oneDNN's blocked layout] in nn/blocked.cpp): a contiguous 5-D
 //    view [N, C/b, H, W, b], where src_block / dst_block say which of the convolution's activations are blocked
-//    and with which b (0: NCHW). Pooling's blocked entries take and give [N, C/b, H, W, b] (indices too), b being
-//    the views' last size.
+//    and with which b (0: NCHW). Pooling's blocked entries take [N, C/b, H, W, b] and give the same, or NCHW for
+//    a run's last pooling; their indices are [N, C/b, H', W', b] either way, b being the input's last size.
 
 /// Window geometry of a 2-D convolution.
 struct Conv2dParams {

@@ -48,10 +48,10 @@ struct BlockedPlanes {
                  "{}: planes of more than 2^31-1 pixels are not supported", op);
     return {in.shape[0] * in.shape[1], in.shape[2], in.shape[3], in.shape[4], out.shape[2], out.shape[3], nchw_out};
   }
-  /// Where output pixel p, channel c of plane k lies in the output (or grad_output, or indices).
-  int64_t out_at(int64_t k, int64_t p, int64_t c) const {
-    return nchw_out ? (k * b + c) * oh * ow + p : (k * oh * ow + p) * b + c;
-  }
+  /// Where output pixel p, channel c of plane k lies in the output (or grad_output).
+  int64_t out_at(int64_t k, int64_t p, int64_t c) const { return nchw_out ? (k * b + c) * oh * ow + p : at(k, p, c); }
+  /// Where it lies in the indices, which stay blocked: only this file's kernels read them.
+  int64_t at(int64_t k, int64_t p, int64_t c) const { return (k * oh * ow + p) * b + c; }
   /// The usual 2x2 windows of stride 2 that tile the input exactly: each input pixel in one window.
   bool tiles_2x2(const ops::Pool2dParams& p) const {
     return p.kernel_h == 2 && p.kernel_w == 2 && p.stride_h == 2 && p.stride_w == 2 && p.pad_h == 0 &&
@@ -83,8 +83,7 @@ struct WindowMax {
 
 // Stores four lanes of output pixel `pixel`, channels c.. c+3 of plane k: side by side in a blocked output, a plane
 // apart in an NCHW one.
-template <typename T, typename Vector>
-void store_lanes(const BlockedPlanes& g, T* base, int64_t k, int64_t pixel, int64_t c, const Vector& v) {
+void store_lanes(const BlockedPlanes& g, float* base, int64_t k, int64_t pixel, int64_t c, const Floats& v) {
   if (!g.nchw_out) {
     std::memcpy(base + g.out_at(k, pixel, c), &v, sizeof v);
     return;
@@ -144,7 +143,8 @@ void max_pool2d_blocked_kernel(const ops::OpCall& call, const TensorView& out, c
               pool_window(g, p, xp, oy, ox, c, best, where);
             }
             store_lanes(g, y, k, oy * g.ow + ox, c, best);
-            store_lanes(g, at, k, oy * g.ow + ox, c, __builtin_convertvector(where, Longs));
+            const Longs wide = __builtin_convertvector(where, Longs);
+            std::memcpy(at + g.at(k, oy * g.ow + ox, c), &wide, sizeof wide);
           }
         }
         if ((nan[0] | nan[1] | nan[2] | nan[3]) != 0) {
@@ -154,7 +154,8 @@ void max_pool2d_blocked_kernel(const ops::OpCall& call, const TensorView& out, c
               Ints where;
               pool_window(g, p, xp, oy, ox, c, best, where);
               store_lanes(g, y, k, oy * g.ow + ox, c, best);
-              store_lanes(g, at, k, oy * g.ow + ox, c, __builtin_convertvector(where, Longs));
+              const Longs wide = __builtin_convertvector(where, Longs);
+              std::memcpy(at + g.at(k, oy * g.ow + ox, c), &wide, sizeof wide);
             }
           }
         }
@@ -182,8 +183,7 @@ void max_pool2d_blocked_backward_kernel(const ops::OpCall& call, const TensorVie
         std::memset(gp, 0, static_cast<std::size_t>(g.h * g.w * g.b) * sizeof(float));
         for (int64_t pixel = 0; pixel < g.oh * g.ow; ++pixel) {
           for (int64_t c = 0; c < g.b; ++c) {
-            const int64_t o = g.out_at(k, pixel, c);
-            gp[at[o] * g.b + c] += go[o];
+            gp[at[g.at(k, pixel, c)] * g.b + c] += go[g.out_at(k, pixel, c)];
           }
         }
         continue;
@@ -193,19 +193,13 @@ void max_pool2d_blocked_backward_kernel(const ops::OpCall& call, const TensorVie
           const int64_t pixel = oy * g.ow + ox, top = 2 * oy * g.w + 2 * ox;
           for (int64_t c = 0; c < g.b; c += kLanes) {
             Floats grad;
-            Ints where;
+            Longs wide;
+            std::memcpy(&wide, at + g.at(k, pixel, c), sizeof wide);
+            const Ints where = __builtin_convertvector(wide, Ints);
             if (!g.nchw_out) {
-              const int64_t o = g.out_at(k, pixel, c);
-              Longs wide;
-              std::memcpy(&grad, go + o, sizeof grad);
-              std::memcpy(&wide, at + o, sizeof wide);
-              where = __builtin_convertvector(wide, Ints);
+              std::memcpy(&grad, go + g.out_at(k, pixel, c), sizeof grad);
             } else {
-              for (int64_t lane = 0; lane < kLanes; ++lane) {
-                const int64_t o = g.out_at(k, pixel, c + lane);
-                grad[lane] = go[o];
-                where[lane] = static_cast<int32_t>(at[o]);
-              }
+              for (int64_t lane = 0; lane < kLanes; ++lane) grad[lane] = go[g.out_at(k, pixel, c + lane)];
             }
             for (const int64_t in_pixel : {top, top + 1, top + g.w, top + g.w + 1}) {
               const auto here = static_cast<int32_t>(in_pixel);
