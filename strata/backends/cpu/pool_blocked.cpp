@@ -109,14 +109,17 @@ void pool_window(const BlockedPlanes& g, const ops::Pool2dParams& p, const float
 }
 
 void max_pool2d_blocked_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& indices,
-                               const TensorView& in, const ops::Pool2dParams& p) {
+                               const TensorView& in, const ops::Pool2dParams& params) {
   check_f32(call, in.dtype);
-  const BlockedPlanes g = BlockedPlanes::of(call.op, in, out);
-  const bool tiles = g.tiles_2x2(p);
-  const float* x = in.ptr<float>();
-  float* y = out.ptr<float>();
-  int64_t* at = indices.ptr<int64_t>();
-  parallel_for(g.planes, 1, [&](int64_t begin, int64_t end) {
+  const BlockedPlanes planes = BlockedPlanes::of(call.op, in, out);
+  parallel_for(planes.planes, 1, [&](int64_t begin, int64_t end) {
+    // Locals, not the captures: the stores below could alias those as far as the compiler knows.
+    const BlockedPlanes g = planes;
+    const ops::Pool2dParams p = params;
+    const bool tiles = g.tiles_2x2(p);
+    const float* x = in.ptr<float>();
+    float* y = out.ptr<float>();
+    int64_t* at = indices.ptr<int64_t>();
     for (int64_t k = begin; k < end; ++k) {
       const float* xp = x + k * g.h * g.w * g.b;
       for (int64_t oy = 0; oy < g.oh; ++oy) {
@@ -169,14 +172,15 @@ void max_pool2d_blocked_kernel(const ops::OpCall& call, const TensorView& out, c
 // window's gradient where it was the maximum, zero elsewhere.
 void max_pool2d_blocked_backward_kernel(const ops::OpCall& call, const TensorView& grad_in,
                                         const TensorView& grad_out, const TensorView& indices,
-                                        const ops::Pool2dParams& p) {
+                                        const ops::Pool2dParams& params) {
   check_f32(call, grad_in.dtype);
-  const BlockedPlanes g = BlockedPlanes::of(call.op, grad_in, grad_out);
-  const bool tiles = g.tiles_2x2(p);
-  float* gi = grad_in.ptr<float>();
-  const float* go = grad_out.ptr<float>();
-  const int64_t* at = indices.ptr<int64_t>();
-  parallel_for(g.planes, 1, [&](int64_t begin, int64_t end) {
+  const BlockedPlanes planes = BlockedPlanes::of(call.op, grad_in, grad_out);
+  parallel_for(planes.planes, 1, [&](int64_t begin, int64_t end) {
+    const BlockedPlanes g = planes;  // locals, as in the forward kernel
+    const bool tiles = g.tiles_2x2(params);
+    float* gi = grad_in.ptr<float>();
+    const float* go = grad_out.ptr<float>();
+    const int64_t* at = indices.ptr<int64_t>();
     for (int64_t k = begin; k < end; ++k) {
       float* gp = gi + k * g.h * g.w * g.b;
       if (!tiles) {
