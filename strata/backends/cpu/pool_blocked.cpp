@@ -1,6 +1,6 @@
 // Max pooling of channel-blocked activations on the CPU, the max_pool2d_blocked entries of Note [The DNN kernel
-// contract]: [N, C/b, H, W, b] in and out, for the runs of layers that stay in oneDNN's blocked layout (Note
-// [Activations in oneDNN's blocked layout] in nn/blocked.cpp). Each (n, channel block) is an H x W plane of
+// contract]: [N, C/b, H, W, b] in, blocked or NCHW out, for the runs of layers that stay in oneDNN's blocked layout
+// (Note [Activations in oneDNN's blocked layout] in nn/blocked.cpp). Each (n, channel block) is an H x W plane of
 // b-channel vectors, so a window's maximum is taken four channels at a time in GCC's generic vectors, with the
 // rules of the NCHW kernel (backends/portable/pool_ops.h): the first NaN wins, and an index is the position
 // h * W + w of the chosen input in its plane.
