@@ -18,9 +18,10 @@ using functional::Pair;
 /// The channel block b of `device`'s blocked convolutions for `dtype`, or 0 where it has none.
 int64_t block_size(Device device, DType dtype);
 
-/// conv2d from an NCHW (4-D) or blocked input to a blocked output [N, O/b, OH, OW, b].
+/// conv2d to a blocked output [N, O/block, OH, OW, block] from an NCHW input (`in_block` 0) or a blocked one
+/// (`in_block` = block). The caller says which: a 5-D tensor is not taken for a blocked one.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
-              int64_t groups, int64_t block);
+              int64_t groups, int64_t in_block, int64_t block);
 /// max_pool2d of a blocked input [N, C/b, H, W, b] to a blocked output, or to NCHW with `nchw_out` (a run's last).
 Tensor max_pool2d(const Tensor& input, Pair kernel, std::optional<Pair> stride, Pair padding, int64_t block,
                   bool nchw_out);

@@ -200,8 +200,9 @@ Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const Tensor& bias
 namespace strata::nn::blocked {
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
-              int64_t groups, int64_t block) {
-  const int64_t in_block = input.defined() && input.dim() == 5 ? block : 0;
+              int64_t groups, int64_t in_block, int64_t block) {
+  STRATA_CHECK(block > 0 && (in_block == 0 || in_block == block), InvalidArgumentError,
+               "conv2d: blocks of {} in and {} out are not a blocked layout", in_block, block);
   return functional::convolution("conv2d", input, weight, bias, stride, padding, dilation, groups, false, in_block,
                                  block);
 }

@@ -110,9 +110,9 @@ Tensor Sequential::forward(const Tensor& input) {
       x = (*layers_[i])(x);
     } else if (const int64_t block = x.defined() ? blocked::block_size(x.device(), x.dtype()) : 0;
                blocks_fill(i, block)) {
-      for (; blocks_fill(i, block); i += 3) {
+      for (int64_t in_block = 0; blocks_fill(i, block); i += 3, in_block = block) {  // the run's input is NCHW
         const auto& pool = static_cast<const MaxPool2d&>(*layers_[i + 2]).options;
-        x = static_cast<Conv2d&>(*layers_[i]).call_blocked(x, block);
+        x = static_cast<Conv2d&>(*layers_[i]).call_blocked(x, in_block, block);
         const bool last = !blocks_fill(i + 3, block);  // the run's last pooling gives NCHW
         x = relu(blocked::max_pool2d(x, pool.kernel_size, pool.stride_, pool.padding_, block, last));
       }

@@ -116,9 +116,9 @@ class Conv2d : public Layer {
   /// operator() does. A fused Sequential calls it for a Conv2d followed by a ReLU (Note [Fusing a Sequential's
   /// layers]).
   Tensor call_with_relu(const Tensor& input);
-  /// forward(input) in a backend's blocked layout (Note [Activations in oneDNN's blocked layout]): an NCHW or blocked
-  /// input, a blocked output [N, O/block, OH, OW, block]; for a fused Sequential.
-  Tensor call_blocked(const Tensor& input, int64_t block);
+  /// forward(input) in a backend's blocked layout (Note [Activations in oneDNN's blocked layout]): an NCHW input
+  /// (`in_block` 0) or a blocked one, a blocked output [N, O/block, OH, OW, block]; for a fused Sequential.
+  Tensor call_blocked(const Tensor& input, int64_t in_block, int64_t block);
 
   Conv2dOptions options;
   Tensor weight;

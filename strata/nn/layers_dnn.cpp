@@ -47,10 +47,10 @@ Tensor Conv2d::call_with_relu(const Tensor& input) {
                                  options.groups_);
 }
 
-Tensor Conv2d::call_blocked(const Tensor& input, int64_t block) {
+Tensor Conv2d::call_blocked(const Tensor& input, int64_t in_block, int64_t block) {
   check_device(input);
   return blocked::conv2d(input, weight, bias, options.stride_, options.padding_, options.dilation_, options.groups_,
-                         block);
+                         in_block, block);
 }
 
 Tensor MaxPool2d::forward(const Tensor& input) {

@@ -110,8 +110,8 @@ TEST_F(BlockedLayout, ConvolutionMatchesNchwFromEitherLayout) {
   manual_seed(12);
   const Tensor x = randn({3, block, 7, 7}), w = randn({2 * block, block, 3, 3}) * 0.2, b = randn({2 * block});
   const std::vector<float> expected = values(F::conv2d(x, w, b, 1, 1));
-  const Tensor from_nchw = nn::blocked::conv2d(x, w, b, 1, 1, 1, 1, block);
-  const Tensor from_blocked_input = nn::blocked::conv2d(to_blocked(x, block), w, b, 1, 1, 1, 1, block);
+  const Tensor from_nchw = nn::blocked::conv2d(x, w, b, 1, 1, 1, 1, 0, block);
+  const Tensor from_blocked_input = nn::blocked::conv2d(to_blocked(x, block), w, b, 1, 1, 1, 1, block, block);
   EXPECT_EQ(from_nchw.shape(), Shape({3, 2, 7, 7, block}));
   expect_same(values(from_blocked(from_nchw)), expected, "from an NCHW input");
   expect_same(values(from_blocked(from_blocked_input)), expected, "from a blocked input");
@@ -123,10 +123,10 @@ TEST_F(BlockedLayout, BadShapesAreRefusedByName) {
   expect_error<ShapeError>([&] { nn::blocked::max_pool2d(x, 2, std::nullopt, 0, block, false); },
                            {"max_pool2d", "blocked activation"});
   const Tensor twelve = randn({block + 4, block, 3, 3});
-  expect_error<ShapeError>([&] { nn::blocked::conv2d(x, twelve, Tensor(), 1, 1, 1, 1, block); },
+  expect_error<ShapeError>([&] { nn::blocked::conv2d(x, twelve, Tensor(), 1, 1, 1, 1, 0, block); },
                            {"conv2d", "do not fill blocks"});
   const Tensor odd = randn({1, 2, 4, 4, block + 1}), w = randn({block, 2 * block, 3, 3});
-  expect_error<ShapeError>([&] { nn::blocked::conv2d(odd, w, Tensor(), 1, 1, 1, 1, block); },
+  expect_error<ShapeError>([&] { nn::blocked::conv2d(odd, w, Tensor(), 1, 1, 1, 1, block, block); },
                            {"conv2d", "blocked activation"});
 }
 
@@ -158,6 +158,13 @@ TEST_F(BlockedLayout, AFusedSequentialRunsBlockedWithTheSameResults) {
     ASSERT_EQ(fused[i].size(), separate[i].size());
     for (std::size_t j = 0; j < fused[i].size(); ++j) EXPECT_NEAR(fused[i][j], separate[i][j], 1e-4) << j;
   }
+}
+
+// A 5-D tensor given to a fused Sequential is a mistake, not a blocked activation: the convolution's own error.
+TEST_F(BlockedLayout, AFiveDimensionalInputToAFusedSequentialIsRefused) {
+  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(block, block, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2));
+  net.fuse();
+  testing::expect_error<ShapeError>([&] { net(randn({1, 1, 4, 4, block})); }, {"conv2d", "expected a 4-D input"});
 }
 
 TEST_F(BlockedLayout, ChannelsThatDoNotFillBlocksStayNchw) {
