@@ -1,5 +1,6 @@
 #include "strata/nn/blocked.h"
 
+#include "strata/core/error.h"
 #include "strata/ops/dnn_kernels.h"
 #include "strata/tensor/op_call.h"
 
@@ -27,6 +28,13 @@ int64_t block_size(Device device, DType dtype) {
   static const ops::KernelSlot<ops::ConvBlockFn> slot("conv2d_block_size");
   if (dtype != DType::F32 || !slot.has(device.type())) return 0;
   return slot.get(device)(strata::detail::op_call("conv2d_block_size", device));
+}
+
+Shape nchw_shape(const char* op, const Tensor& t, int64_t block) {
+  if (block == 0) return t.shape();
+  STRATA_CHECK(t.dim() == 5 && t.size(4) == block, ShapeError,
+               "{}: expected a blocked activation [N, C/{}, H, W, {}], got shape {}", op, block, block, t.shape());
+  return {t.size(0), t.size(1) * block, t.size(2), t.size(3)};
 }
 
 }  // namespace strata::nn::blocked

@@ -18,6 +18,10 @@ using functional::Pair;
 /// The channel block b of `device`'s blocked convolutions for `dtype`, or 0 where it has none.
 int64_t block_size(Device device, DType dtype);
 
+/// The NCHW shape of `t`: its own when `block` is 0, else that of the blocked activation [N, C/block, H, W, block]
+/// it is checked to be (ShapeError naming `op` otherwise).
+Shape nchw_shape(const char* op, const Tensor& t, int64_t block);
+
 /// conv2d to a blocked output [N, O/block, OH, OW, block] from an NCHW input (`in_block` 0) or a blocked one
 /// (`in_block` = block). The caller says which: a 5-D tensor is not taken for a blocked one.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,

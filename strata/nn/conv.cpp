@@ -126,21 +126,12 @@ std::vector<Tensor> conv_grads(const char* op, const Tensor& g, const Tensor& in
   return {wanted[0] ? gi : Tensor(), wanted[1] ? gw : Tensor(), gb};
 }
 
-// The NCHW shape of a blocked activation [N, C/b, H, W, b] (`block` > 0; Note [Activations in oneDNN's blocked
-// layout]), checked to be one; an NCHW tensor's own shape otherwise.
-Shape nchw_shape(const char* op, const Tensor& t, int64_t block) {
-  if (block == 0) return t.shape();
-  STRATA_CHECK(t.dim() == 5 && t.size(4) == block, ShapeError,
-               "{}: expected a blocked activation [N, C/{}, H, W, {}], got shape {}", op, block, block, t.shape());
-  return {t.size(0), t.size(1) * block, t.size(2), t.size(3)};
-}
-
 // `in_block` and `out_block` are the layouts of the input and the output: 0 for NCHW, b for [N, C/b, H, W, b].
 Tensor convolution(const char* op, const Tensor& input_arg, const Tensor& weight_arg, const Tensor& bias_arg,
                    Pair stride, Pair padding, Pair dilation, int64_t groups, bool relu, int64_t in_block = 0,
                    int64_t out_block = 0) {
-  CheckedConv conv = check_conv(op, input_arg, nchw_shape(op, input_arg, in_block), weight_arg, bias_arg, stride,
-                                padding, dilation, groups);
+  CheckedConv conv = check_conv(op, input_arg, blocked::nchw_shape(op, input_arg, in_block), weight_arg, bias_arg,
+                                stride, padding, dilation, groups);
   conv.params.relu = relu;
   conv.params.src_block = in_block;
   conv.params.dst_block = out_block;

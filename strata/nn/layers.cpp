@@ -108,7 +108,7 @@ Tensor Sequential::forward(const Tensor& input) {
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     if (!fuse_) {
       x = (*layers_[i])(x);
-    } else if (const int64_t block = x.defined() ? blocked::block_size(x.device(), x.dtype()) : 0;
+    } else if (const int64_t block = conv_relu_pool(i) && x.defined() ? blocked::block_size(x.device(), x.dtype()) : 0;
                blocks_fill(i, block)) {
       for (int64_t in_block = 0; blocks_fill(i, block); i += 3, in_block = block) {  // the run's input is NCHW
         const auto& pool = static_cast<const MaxPool2d&>(*layers_[i + 2]).options;

@@ -30,9 +30,7 @@ const ops::KernelSlot<ops::AdaptiveAvgPool2dBackwardFn> adaptive_backward_slot("
 void check_input(const char* op, const Tensor& input, int64_t block = 0) {
   STRATA_CHECK(input.defined(), InvalidArgumentError, "{}: the input is an undefined tensor", op);
   if (block != 0) {
-    STRATA_CHECK(input.dim() == 5 && input.size(4) == block, ShapeError,
-                 "{}: expected a blocked activation [N, C/{}, H, W, {}], got shape {}", op, block, block,
-                 input.shape());
+    blocked::nchw_shape(op, input, block);  // checks that it is one
   } else {
     STRATA_CHECK(input.dim() == 4, ShapeError, "{}: expected a 4-D input [N, C, H, W], got shape {}", op,
                  input.shape());

@@ -642,18 +642,15 @@ void conv2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_inpu
         // first layer of a blocked run) as it is; the other is relaid out to NCHW for it.
         float* dw = grad_weight.ptr<float>();
         float* db = with_bias ? grad_bias.ptr<float>() : nullptr;
-        if (s.k() < 16 || s.og() <= 32) {
-          if (s.p.groups == 1) return gemm_backward_weight_transposed<float>(s, dw, db, input.ptr<float>(),
-                                                                             grad_output.ptr<float>());
-          ConvShape plain = s;
-          plain.p.dst_block = 0;
-          return gemm_backward_weight_transposed<float>(
-              plain, dw, db, input.ptr<float>(), onednn.nchw(grad_output, s.p.dst_block, {s.n, s.o, s.oh, s.ow}));
+        const bool transposed = s.k() < 16 || s.og() <= 32;
+        if (transposed && s.p.groups == 1) {
+          return gemm_backward_weight_transposed<float>(s, dw, db, input.ptr<float>(), grad_output.ptr<float>());
         }
         ConvShape plain = s;
         plain.p.dst_block = 0;
-        return gemm_backward_weight<float>(plain, dw, db, input.ptr<float>(),
-                                           onednn.nchw(grad_output, s.p.dst_block, {s.n, s.o, s.oh, s.ow}));
+        const float* dy = onednn.nchw(grad_output, s.p.dst_block, {s.n, s.o, s.oh, s.ow});
+        return (transposed ? gemm_backward_weight_transposed<float> : gemm_backward_weight<float>)(
+            plain, dw, db, input.ptr<float>(), dy);
       }
       Args args{{DNNL_ARG_SRC, &input}, {DNNL_ARG_DIFF_DST, &grad_output}, {DNNL_ARG_DIFF_WEIGHTS, &grad_weight}};
       if (with_bias) args.emplace_back(DNNL_ARG_DIFF_BIAS, &grad_bias);

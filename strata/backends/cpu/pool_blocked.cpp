@@ -81,14 +81,17 @@ struct WindowMax {
   }
 };
 
-// Stores four lanes of output pixel `pixel`, channels c.. c+3 of plane k: side by side in a blocked output, a plane
-// apart in an NCHW one.
-void store_lanes(const BlockedPlanes& g, float* base, int64_t k, int64_t pixel, int64_t c, const Floats& v) {
+// Stores four lanes of output pixel `pixel`, channels c.. c+3 of plane k, and where each lane's maximum lies: the
+// maxima side by side in a blocked output, a plane apart in an NCHW one; the indices always blocked.
+void store_lanes(const BlockedPlanes& g, float* y, int64_t* at, int64_t k, int64_t pixel, int64_t c,
+                 const Floats& best, const Ints& where) {
   if (!g.nchw_out) {
-    std::memcpy(base + g.out_at(k, pixel, c), &v, sizeof v);
-    return;
+    std::memcpy(y + g.out_at(k, pixel, c), &best, sizeof best);
+  } else {
+    for (int64_t lane = 0; lane < kLanes; ++lane) y[g.out_at(k, pixel, c + lane)] = best[lane];
   }
-  for (int64_t lane = 0; lane < kLanes; ++lane) base[g.out_at(k, pixel, c + lane)] = v[lane];
+  const Longs wide = __builtin_convertvector(where, Longs);
+  std::memcpy(at + g.at(k, pixel, c), &wide, sizeof wide);
 }
 
 // One output pixel's window (any geometry), lanes c.. c+3, with the NaN rule.
@@ -145,9 +148,7 @@ void max_pool2d_blocked_kernel(const ops::OpCall& call, const TensorView& out, c
             } else {
               pool_window(g, p, xp, oy, ox, c, best, where);
             }
-            store_lanes(g, y, k, oy * g.ow + ox, c, best);
-            const Longs wide = __builtin_convertvector(where, Longs);
-            std::memcpy(at + g.at(k, oy * g.ow + ox, c), &wide, sizeof wide);
+            store_lanes(g, y, at, k, oy * g.ow + ox, c, best, where);
           }
         }
         if ((nan[0] | nan[1] | nan[2] | nan[3]) != 0) {
@@ -156,9 +157,7 @@ void max_pool2d_blocked_kernel(const ops::OpCall& call, const TensorView& out, c
               Floats best;
               Ints where;
               pool_window(g, p, xp, oy, ox, c, best, where);
-              store_lanes(g, y, k, oy * g.ow + ox, c, best);
-              const Longs wide = __builtin_convertvector(where, Longs);
-              std::memcpy(at + g.at(k, oy * g.ow + ox, c), &wide, sizeof wide);
+              store_lanes(g, y, at, k, oy * g.ow + ox, c, best, where);
             }
           }
         }
