@@ -49,6 +49,8 @@ const std::vector<Config> kConfigs{
     // A patch of 18 values and 40 output channels: the other way round of the thin weight-gradient GEMM (Note
     // [Weight gradients of thin convolutions] in backends/cpu/conv.cpp) from the configs above.
     {"40 output channels", 1, 2, 5, 5, 40, 3, 3, 1, 1},
+    // A patch of 63 values: the thin GEMM without AVX-512, oneDNN's backward-weights with it.
+    {"7 input channels", 2, 7, 6, 5, 9, 3, 3, 1, 1},
 };
 
 std::string describe(const Config& c) { return c.name; }

@@ -294,13 +294,19 @@ constexpr std::size_t kPrimitiveCacheSize = 256;
 enum class Pass : int64_t { Forward, BackwardData, BackwardWeight };
 
 // Note [Weight gradients of thin convolutions]
-// With few input channels (a network's first layer: 1 or 3 channels, a patch of k = C * kh * kw <= kSmallPatch
-// values) oneDNN 2.6's backward-weights is slow, about ten times slower than im2col + one small GEMM per image with
-// the batch split over the threads. Which way round that GEMM goes matters to oneDNN's sgemm: dy col^T ([og, k] out)
-// against col dy^T ([k, og] out) (docs/benchmarks.md, "Measurements behind the CPU decisions"), so the transposed
-// product serves k < 16 or og <= 32, with a row of ones under the patches that gives the bias gradient in the same
-// GEMM instead of a separate pass over dy.
-constexpr int64_t kSmallPatch = 27;
+// With few input channels (a network's first layer: 1 or 3 channels, a patch of k = C * kh * kw values) oneDNN
+// 2.6's backward-weights is slow, about ten times slower than im2col + one small GEMM per image with the batch split
+// over the threads. Which way round that GEMM goes matters to oneDNN's sgemm: dy col^T ([og, k] out) against col
+// dy^T ([k, og] out) (docs/benchmarks.md, "Measurements behind the CPU decisions"), so the transposed product serves
+// k < 16 or og <= 32, with a row of ones under the patches that gives the bias gradient in the same GEMM instead of
+// a separate pass over dy. How thin is thin depends on the CPU. With AVX-512 the GEMM was measured ahead up to 27
+// values (3 channels of 3x3), and no further. Without it, oneDNN's kernels work on blocks of 8 channels and are as
+// slow for 4 to 7 channels as for 8, so the GEMM stays ahead up to 63 values (7 channels of 3x3) and is even with
+// oneDNN at 8 channels.
+constexpr int64_t kSmallPatchAvx512 = 27;
+constexpr int64_t kSmallPatchAvx2 = 63;
+
+int64_t small_patch() { return onednn_uses_avx512() ? kSmallPatchAvx512 : kSmallPatchAvx2; }
 
 // Note [Winograd convolutions]
 // 3x3 convolutions with stride 1 run on oneDNN's Winograd kernels (F(4x4, 3x3): each 6x6 input tile gives a 4x4
@@ -637,7 +643,7 @@ void conv2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_inpu
       }
       if (grad_weight.data == nullptr) return;
       const bool with_bias = grad_bias.data != nullptr;
-      if (s.k() <= kSmallPatch && s.p.src_block == 0) {
+      if (s.k() <= small_patch() && s.p.src_block == 0) {
         // Note [Weight gradients of thin convolutions]. The transposed product reads a blocked grad_output (the
         // first layer of a blocked run) as it is; the other is relaid out to NCHW for it.
         float* dw = grad_weight.ptr<float>();
