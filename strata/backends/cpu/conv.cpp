@@ -309,23 +309,23 @@ constexpr int64_t kSmallPatchAvx2 = 63;
 int64_t small_patch() { return onednn_uses_avx512() ? kSmallPatchAvx512 : kSmallPatchAvx2; }
 
 // Note [Winograd convolutions]
-// 3x3 convolutions with stride 1 run on oneDNN's Winograd kernels (F(4x4, 3x3): each 6x6 input tile gives a 4x4
-// output tile with 36 instead of 144 multiplications per channel pair) where oneDNN 2.6 has them (AVX-512, channel
-// counts it can block) and there are enough tiles to go round the threads: about twice as fast as direct convolution
-// on the reference network's layers and larger ones. The tile transforms are a fixed cost per 4x4 output tile that
-// pays only with enough tiles: kWinogradTilesPerThread is where Winograd overtook direct convolution on small
-// images. oneDNN pads channels to blocks of 16 and would take a network's 1-channel first layer too, 16 times over,
-// about eight times slower than direct: hence kWinogradChannelBlock. The figures are in docs/benchmarks.md,
-// "Measurements behind the CPU decisions". The results differ from direct convolution's by rounding only, but that
-// rounding is at the scale of the operands rather than of each output (a 16-channel test case: 1.4e-5 at most for
-// outputs up to 20; tests/nn/conv_test.cpp, WinogradSized...).
+// 3x3 convolutions with stride 1 run on oneDNN's Winograd kernels (F(4x4, 3x3): each 6x6 input tile gives a 4x4 output
+// tile with 36 instead of 144 multiplications per channel pair) where oneDNN 2.6 has them (AVX-512 only, so without it
+// none is asked for; channel counts it can block) and there are enough tiles to go round the threads: about twice as
+// fast as direct convolution on the reference network's layers and larger ones. The tile transforms are a fixed cost
+// per 4x4 output tile that pays only with enough tiles: kWinogradTilesPerThread is where Winograd overtook direct
+// convolution on small images. oneDNN pads channels to blocks of 16 and would take a network's 1-channel first layer
+// too, 16 times over, about eight times slower than direct: hence kWinogradChannelBlock. The figures are in
+// docs/benchmarks.md, "Measurements behind the CPU decisions". The results differ from direct convolution's by rounding
+// only, but that rounding is at the scale of the operands rather than of each output (a 16-channel test case: 1.4e-5 at
+// most for outputs up to 20; tests/nn/conv_test.cpp, WinogradSized...).
 constexpr int64_t kWinogradTilesPerThread = 48;
 constexpr int64_t kWinogradChannelBlock = 16;
 
 bool winograd_suits(const ConvShape& s) {
   const ops::Conv2dParams& p = s.p;
-  if (s.kh != 3 || s.kw != 3 || p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 || p.dilation_w != 1 ||
-      p.groups != 1 || s.c % kWinogradChannelBlock != 0 || s.o % kWinogradChannelBlock != 0) {
+  if (!onednn_uses_avx512() || s.kh != 3 || s.kw != 3 || p.stride_h != 1 || p.stride_w != 1 || p.dilation_h != 1 ||
+      p.dilation_w != 1 || p.groups != 1 || s.c % kWinogradChannelBlock != 0 || s.o % kWinogradChannelBlock != 0) {
     return false;
   }
   const int64_t tiles = s.n * ((s.oh + 3) / 4) * ((s.ow + 3) / 4);
