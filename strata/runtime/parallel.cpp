@@ -1,12 +1,15 @@
 #include "strata/runtime/parallel.h"
 
+#include <fcntl.h>
 #include <omp.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <exception>
@@ -46,6 +49,13 @@ int& thread_count() {
   return n;
 }
 
+// Note [Fewer threads while other processes hold the cores]: 0 until first lowered, meaning num_threads().
+std::atomic<int>& thread_budget() {
+  static std::atomic<int> budget{0};
+  return budget;
+}
+std::atomic<bool> g_budget_pinned{false};  // detail::pin_thread_budget
+
 }  // namespace
 
 int num_threads() { return thread_count(); }
@@ -53,9 +63,133 @@ int num_threads() { return thread_count(); }
 void set_num_threads(int n) {
   STRATA_CHECK(n >= 1, InvalidArgumentError, "set_num_threads: the number of threads must be >= 1, got {}", n);
   thread_count() = n;
+  thread_budget().store(0, std::memory_order_relaxed);
   omp_set_num_threads(n);
 }
 
+
+// Note [Fewer threads while other processes hold the cores]
+// A region of T threads on cores that other busy processes also run is as slow as its most-delayed thread, and every
+// region pays that again; one thread waits for nobody. On a machine with one busy process per core, an epoch on both
+// threads was slower than on one in most runs (docs/benchmarks.md, "Under contention"). So long work takes the
+// threads the machine leaves free: the budget. The signal is the calling thread's own wait for a core:
+// /proc/thread-self/schedstat gives the time it ran and the time it waited while runnable. Sampled at most every
+// kContentionSampleNs of wall time (a file read of a few microseconds), over at least kMinRunnableNs of runnable
+// time, the fraction d of that time spent waiting says how crowded the cores are (next_thread_budget):
+// - d >= kCrowded in kCrowdedSamples samples in a row: T of our threads and O others share C cores, each running
+//   C / (T + O) of the time, so O = C / (1 - d) - T. The budget falls to the cores the others leave, C - O: by one
+//   at least, to one at least.
+// - d < kUncrowded: the budget rises by one, up to num_threads(). A wait near zero cannot tell free cores from a
+//   budget that just fits, so the budget probes upward a thread at a time.
+// The budget must not change a run's results, or a run would not give the same bits twice, nor a resumed training
+// run the uninterrupted one's. Work whose sums are split over its threads keeps num_threads(): oneDNN's weight
+// gradients (each thread sums part of the batch) and GEMMs (which may split the inner dimension). oneDNN's forward
+// and backward-data convolutions sum each output on one thread in a fixed order, on any number of threads (tested),
+// and Strata's regions split sums by num_threads() only (sum_over_batch in backends/cpu/conv.cpp, reductions'
+// segments), never by a region's share: those take the budget.
+// Waits caused by our own threads count too: a program that runs more host threads than cores gets fewer threads
+// per region, which is what it needs. The system's load average would be simpler, but in a container it counts the
+// whole host. oneDNN takes the budget through OpenMP's count, which threads_for_work sets on the calling thread.
+// oneDNN fixes a primitive's threads when it is made, so the primitive caches are keyed by that count too.
+namespace {
+
+constexpr int64_t kContentionSampleNs = 10'000'000;
+constexpr int64_t kMinRunnableNs = 4'000'000;
+constexpr double kCrowded = 0.2;
+constexpr double kUncrowded = 0.1;
+constexpr int kCrowdedSamples = 2;
+
+struct SchedSample {
+  int64_t at = 0, ran = 0, waited = 0;
+  bool valid = false;
+  int crowded = 0;  // crowded samples in a row
+};
+thread_local SchedSample t_sample;
+
+// The calling thread's time on a core and time waiting for one, in ns, since it started.
+bool read_schedstat(int64_t& ran, int64_t& waited) {
+  const int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[128];
+  const ssize_t got = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (got <= 0) return false;
+  text[got] = '\0';
+  long long r = 0, w = 0;
+  if (std::sscanf(text, "%lld %lld", &r, &w) != 2) return false;
+  ran = r;
+  waited = w;
+  return true;
+}
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void sample_contention() {
+  const int all = num_threads();
+  if (all <= 1 || g_budget_pinned.load(std::memory_order_relaxed)) return;
+  const int64_t now = steady_ns();
+  if (now - t_sample.at < kContentionSampleNs) return;
+  int64_t ran = 0, waited = 0;
+  if (!read_schedstat(ran, waited)) {
+    t_sample = {};  // no schedstat (a kernel without it): try again a sample later, never fail the op
+    t_sample.at = now;
+    return;
+  }
+  if (!t_sample.valid) {
+    t_sample = {now, ran, waited, true, 0};
+    return;
+  }
+  const int64_t d_ran = ran - t_sample.ran, d_waited = waited - t_sample.waited;
+  if (d_ran + d_waited < kMinRunnableNs) {
+    t_sample.at = now;  // too little runnable time yet: look again a sample later, against the same start
+    return;
+  }
+  const double d = static_cast<double>(d_waited) / static_cast<double>(d_ran + d_waited);
+  const int crowded = d >= kCrowded ? t_sample.crowded + 1 : 0;
+  t_sample = {now, ran, waited, true, crowded};
+  // One crowded sample alone is often our own burst (a data loader's batch beside a region): the budget falls on
+  // the second in a row.
+  if (crowded > 0 && crowded < kCrowdedSamples) return;
+  const int budget = budget_of_threads();
+  const int next = detail::next_thread_budget(all, budget, d);
+  if (next != budget) thread_budget().store(next, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+namespace detail {
+
+int next_thread_budget(int all, int budget, double waited) {
+  if (waited >= kCrowded) {
+    const double others = all / (1.0 - std::min(waited, 0.99)) - budget;
+    return std::clamp(static_cast<int>(std::lround(all - others)), 1, std::max(1, budget - 1));
+  }
+  if (waited < kUncrowded) return std::min(all, budget + 1);
+  return budget;
+}
+
+void pin_thread_budget(int threads) {
+  g_budget_pinned.store(threads > 0, std::memory_order_relaxed);
+  thread_budget().store(std::max(threads, 0), std::memory_order_relaxed);
+}
+
+}  // namespace detail
+
+int budget_of_threads() {
+  const int all = num_threads(), budget = thread_budget().load(std::memory_order_relaxed);
+  return budget == 0 ? all : std::min(budget, all);
+}
+
+int threads_for_work(bool results_depend_on_threads) {
+  if (in_parallel_region()) return 1;
+  sample_contention();
+  const int threads = results_depend_on_threads ? num_threads() : budget_of_threads();
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  return threads;
+}
 
 // Note [Sharing the cores between devices]
 // Several host threads may run CPU work at once: one per virtual CPU device (Note [Virtual CPU devices]), a data
@@ -75,7 +209,7 @@ std::atomic<int>& threads_in_regions() {
 }
 
 // The pool's share of a region started while `others` host threads are in regions.
-int share_with(int others) { return std::max(1, num_threads() / (others + 1)); }
+int share_with(int others) { return std::max(1, budget_of_threads() / (others + 1)); }
 
 class RegionShare {
  public:
@@ -256,6 +390,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     fn(0, n);
     return;
   }
+  sample_contention();
   const RegionShare share;
   const int64_t most_chunks = (n + grain - 1) / grain;
   const int threads = static_cast<int>(std::min<int64_t>(share.threads(), most_chunks));

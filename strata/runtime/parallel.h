@@ -19,6 +19,17 @@ namespace strata {
 int num_threads();
 void set_num_threads(int n);
 
+/// The threads that work started now may take: num_threads(), or fewer while other busy threads keep the cores
+/// (Note [Fewer threads while other processes hold the cores] in parallel.cpp).
+int budget_of_threads();
+
+/// For work on OpenMP's threads (oneDNN), before it starts: samples how crowded the cores are (at most every few
+/// milliseconds), sets the calling thread's OpenMP count to the threads the work takes, and returns that count:
+/// budget_of_threads() for work whose results are the same bits on any number of threads, num_threads() for work
+/// whose results depend on it (a sum split over the threads), so that a run's results never depend on the load;
+/// inside a region, 1.
+int threads_for_work(bool results_depend_on_threads);
+
 /// Runs fn(begin, end) over [0, n) in chunks of at least `grain` elements: on the calling thread alone when n <= grain
 /// (or inside a region), else on the calling thread and the pool, each chunk exactly once. The pool's cores are
 /// shared with other host threads running regions at the same time. The first exception thrown by fn is rethrown
@@ -34,6 +45,16 @@ bool in_parallel_region();
 
 /// The threads of the region whose chunk the calling thread runs (its share of the pool), 1 outside a region.
 int threads_in_this_region();
+
+namespace detail {
+/// The budget after a sample in which the calling thread waited for a core `waited` of its runnable time (0 to 1),
+/// with `all` = num_threads() and the budget `budget` before (Note [Fewer threads while other processes hold the
+/// cores] in parallel.cpp).
+int next_thread_budget(int all, int budget, double waited);
+/// For tests: holds the budget at `threads` (clamped to num_threads()) and stops sampling; 0 lets it follow the load
+/// again from num_threads().
+void pin_thread_budget(int threads);
+}  // namespace detail
 
 /// For a program's main(), before anything else: when neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY is set, sets
 /// GOMP_SPINCOUNT=10000 and executes the program again (/proc/self/exe with the same argv), since libgomp reads it

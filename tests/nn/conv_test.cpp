@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -364,6 +365,51 @@ TEST(ConvOnCuda, RefusedCudnnCallsLeaveNoErrorForTheNextKernel) {
       EXPECT_NO_THROW(sum(input.grad() * 2.0).item<double>());
       EXPECT_NO_THROW(sum(weight.grad() * 2.0).item<double>());
     }
+  }
+}
+
+// Note [Fewer threads while other processes hold the cores]: the CPU's convolutions and products give the same bits
+// whatever the thread budget, so a run gives the same results on a busy machine as on an idle one. The budget is
+// pinned here instead of loading the machine; each shape's three passes run at the whole pool and at one thread.
+TEST(ConvOnTheCpu, TheThreadBudgetLeavesEveryResultBitForBit) {
+  struct Pool {
+    int saved = num_threads();
+    Pool() { set_num_threads(std::max(saved, 2)); }
+    ~Pool() {
+      detail::pin_thread_budget(0);
+      set_num_threads(saved);
+    }
+  } pool;
+  const std::vector<Config> shapes{
+      {"reference network, first layer", 64, 1, 28, 28, 32, 3, 3, 1, 1},
+      {"reference network, second layer (Winograd-sized where the CPU has it)", 64, 32, 14, 14, 64, 3, 3, 1, 1},
+      {"1x1", 8, 64, 7, 7, 128, 1, 1},
+      {"5x5 stride 2", 16, 16, 17, 17, 24, 5, 5, 2, 2},
+      {"groups 4", 4, 32, 9, 9, 32, 3, 3, 1, 1, 1, 4},
+      {"channels that fill no block", 2, 48, 20, 20, 40, 3, 3},
+  };
+  for (const Config& c : shapes) {
+    std::vector<float> results[2];
+    for (const int budget : {num_threads(), 1}) {
+      detail::pin_thread_budget(budget);
+      Tensor input = deterministic_tensor({c.n, c.c, c.h, c.w}, DType::F32, kCPU, 1).requires_grad_();
+      Tensor weight = deterministic_tensor({c.o, c.c / c.groups, c.kh, c.kw}, DType::F32, kCPU, 2).requires_grad_();
+      Tensor bias = deterministic_tensor({c.o}, DType::F32, kCPU, 3).requires_grad_();
+      const Tensor out = F::conv2d(input, weight, bias, c.stride, c.padding, c.dilation, c.groups);
+      // A product after the convolution (linear's x @ w^T and its gradients).
+      const Tensor flat = out.reshape({c.n, -1});
+      Tensor w = deterministic_tensor({16, flat.shape()[1]}, DType::F32, kCPU, 4).requires_grad_();
+      const Tensor y = F::linear(flat, w);
+      y.backward(deterministic_tensor(y.shape(), DType::F32, kCPU, 5));
+      std::vector<float>& r = results[budget == 1 ? 1 : 0];
+      for (const Tensor& t : {out, y, input.grad(), weight.grad(), bias.grad(), w.grad()}) {
+        const std::vector<float> v = t.to_vector<float>();
+        r.insert(r.end(), v.begin(), v.end());
+      }
+    }
+    ASSERT_EQ(results[0].size(), results[1].size());
+    EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), results[0].size() * sizeof(float)), 0)
+        << c.name << ": the results on one thread differ from those on " << num_threads();
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <stdexcept>
@@ -85,6 +86,85 @@ TEST(SharingTheCores, ARegionAloneTakesThePoolAndSmallWorkRunsInline) {
     inline_call = begin == 0 && end == 10 && !in_parallel_region();
   });
   EXPECT_TRUE(inline_call);
+}
+
+// Note [Fewer threads while other processes hold the cores]: the budget after one sample.
+TEST(FewerThreadsUnderContention, TheBudgetFollowsTheCoresOtherThreadsLeave) {
+  // Two cores, a busy process on each: our two threads wait half the time, and the budget falls to one thread. One
+  // thread waiting a third of the time (three runnable threads on two cores) keeps it there.
+  EXPECT_EQ(detail::next_thread_budget(2, 2, 0.5), 1);
+  EXPECT_EQ(detail::next_thread_budget(2, 1, 1.0 / 3), 1);
+  // The others gone: no wait, and the budget climbs back a thread at a time, up to the pool.
+  EXPECT_EQ(detail::next_thread_budget(2, 1, 0.0), 2);
+  EXPECT_EQ(detail::next_thread_budget(2, 2, 0.0), 2);
+  // Sixteen cores, eight of them busy: 24 runnable threads, each waiting a third of the time, leave eight.
+  EXPECT_EQ(detail::next_thread_budget(16, 16, 1.0 / 3), 8);
+  EXPECT_EQ(detail::next_thread_budget(16, 16, 0.2), 12);
+  EXPECT_EQ(detail::next_thread_budget(16, 8, 0.05), 9);
+  // Between the thresholds the budget stays. Crowded, it falls by one at least, and never below one thread.
+  EXPECT_EQ(detail::next_thread_budget(16, 9, 0.15), 9);
+  EXPECT_EQ(detail::next_thread_budget(2, 2, 0.2), 1);
+  EXPECT_EQ(detail::next_thread_budget(4, 4, 1.0), 1);
+}
+
+// Clears a pinned budget when a test ends.
+class PinnedBudget {
+ public:
+  explicit PinnedBudget(int threads) { detail::pin_thread_budget(threads); }
+  ~PinnedBudget() { detail::pin_thread_budget(0); }
+  PinnedBudget(const PinnedBudget&) = delete;
+  PinnedBudget& operator=(const PinnedBudget&) = delete;
+};
+
+TEST(FewerThreadsUnderContention, OnlyWorkWhoseResultsDoNotDependOnTheCountTakesTheBudget) {
+  const PoolSize pool(2);
+  {
+    const PinnedBudget pinned(1);
+    EXPECT_EQ(budget_of_threads(), 1);
+    EXPECT_EQ(threads_for_work(false), 1);
+    EXPECT_EQ(omp_get_max_threads(), 1) << "oneDNN reads the budget from OpenMP's count";
+    EXPECT_EQ(threads_for_work(true), 2);
+    EXPECT_EQ(omp_get_max_threads(), 2);
+    bool inline_call = false;
+    parallel_for(2, 1, [&](int64_t begin, int64_t end) {
+      inline_call = begin == 0 && end == 2 && !in_parallel_region();
+    });
+    EXPECT_TRUE(inline_call) << "a region of a one-thread budget runs on the calling thread";
+  }
+  EXPECT_EQ(budget_of_threads(), 2);
+  std::atomic<int> in_region{0};
+  parallel_for(2, 1, [&](int64_t, int64_t) { in_region = std::max(in_region.load(), threads_for_work(false)); });
+  EXPECT_EQ(in_region, 1) << "work inside a region's chunk runs on that chunk's thread";
+}
+
+// Runs alone, as ctest's strata_tests_contention (tests/CMakeLists.txt): it loads the cores itself, with two busy
+// threads per thread of the pool, and the budget must fall while this thread works beside them.
+TEST(FewerThreadsUnderContention, BusyThreadsOnEveryCoreLowerTheBudget) {
+  if (std::getenv("STRATA_TEST_ALONE") == nullptr) GTEST_SKIP() << "runs alone, as ctest's strata_tests_contention";
+  if (num_threads() < 2) GTEST_SKIP() << "a pool of one thread has no budget to lower";
+  if (access("/proc/thread-self/schedstat", R_OK) != 0) GTEST_SKIP() << "no /proc/thread-self/schedstat here";
+  const PoolSize pool(num_threads());  // the budget starts from the whole pool
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (int i = 0; i < 2 * num_threads(); ++i) {
+    busy.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  int lowest = budget_of_threads();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (lowest == num_threads() && std::chrono::steady_clock::now() < deadline) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    threads_for_work(false);
+    lowest = std::min(lowest, budget_of_threads());
+  }
+  stop = true;
+  for (std::thread& t : busy) t.join();
+  EXPECT_LT(lowest, num_threads()) << "the budget stayed at the whole pool for 10 s beside " << busy.size()
+                                   << " busy threads";
 }
 
 // Note [Chunks that the caller claims too]: what a region promises, whoever runs its chunks.

@@ -467,12 +467,17 @@ CachedPass make_pass(const ConvShape& s, Pass pass, bool with_bias, dnnl::algori
 }
 
 CachedPass cached_pass(const ConvShape& s, Pass pass, bool with_bias) {
-  using Key = std::array<int64_t, 20>;
+  using Key = std::array<int64_t, 21>;
   const ops::Conv2dParams& p = s.p;
-  const bool winograd = winograd_suits(s);  // depends on the thread count too, hence in the key
+  // oneDNN fixes a primitive's threads when it is made (Note [Fewer threads while other processes hold the cores]).
+  // The weight gradient's sum over the batch is split over them; Winograd's blocking was not shown to be the same on
+  // any count. The choice of Winograd takes num_threads(), so that the algorithm, and its rounding, never follows the
+  // load either.
+  const bool winograd = winograd_suits(s);
+  const int threads = threads_for_work(pass == Pass::BackwardWeight || winograd);
   const Key key{static_cast<int64_t>(pass), s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, p.stride_h, p.stride_w, p.pad_h,
                 p.pad_w, p.dilation_h, p.dilation_w, p.groups, with_bias, pass == Pass::Forward && p.relu, winograd,
-                p.src_block, p.dst_block};
+                p.src_block, p.dst_block, threads};
   static std::mutex mutex;
   static std::map<Key, CachedPass> cache;
   {

@@ -104,7 +104,7 @@ dnnl::matmul matmul_primitive(const Gemm& g, const dnnl::memory::desc& a, const 
                 g.b.strides[2],
                 bits(g.alpha),
                 bits(g.beta),
-                0,
+                threads_for_work(true),  // oneDNN fixes a primitive's threads when it is made
                 0};
   static std::mutex mutex;
   static std::map<Key, dnnl::matmul> cache;
@@ -215,6 +215,7 @@ void sgemm([[maybe_unused]] const ops::OpCall& call, const Gemm& g, float* out, 
   const bool a_times_b_transposed = !ops::gemm_transposed(g.a) && ops::gemm_transposed(g.b);
   const bool to_sgemm = g.batch == 1 && !a_times_b_transposed;
   if (g.flops() >= (to_sgemm && !onednn_uses_avx512() ? kSmallSgemmFlopsAvx2 : kSmallGemmFlops)) {
+    if (to_sgemm) threads_for_work(true);  // dnnl_sgemm reads OpenMP's count at each call
     return to_sgemm ? onednn_single_sgemm(call, g, out, a, b) : onednn_sgemm(call.op, g, out, a, b);
   }
 #endif
