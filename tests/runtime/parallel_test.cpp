@@ -35,11 +35,19 @@ TEST(OneCpuThreadPool, OpenBlasRunsOnOurPoolAndLeavesItWhole) {
 #endif
 }
 
-// Restores the pool's size when a test ends.
+// Sets the pool's size for a test, and restores it when the test ends. The thread budget is held at the whole pool
+// meanwhile, so that what a test asks of the pool does not follow the machine's load (Note [Fewer threads while
+// other processes hold the cores]).
 class PoolSize {
  public:
-  explicit PoolSize(int n) : previous_(num_threads()) { set_num_threads(n); }
-  ~PoolSize() { set_num_threads(previous_); }
+  explicit PoolSize(int n) : previous_(num_threads()) {
+    set_num_threads(n);
+    detail::pin_thread_budget(n);
+  }
+  ~PoolSize() {
+    detail::pin_thread_budget(0);
+    set_num_threads(previous_);
+  }
 
  private:
   int previous_;
@@ -107,13 +115,16 @@ TEST(FewerThreadsUnderContention, TheBudgetFollowsTheCoresOtherThreadsLeave) {
   EXPECT_EQ(detail::next_thread_budget(4, 4, 1.0), 1);
 }
 
-// Clears a pinned budget when a test ends.
+// Pins the budget for a block of a test, and pins it back to what it was (the pool's, under PoolSize) after.
 class PinnedBudget {
  public:
-  explicit PinnedBudget(int threads) { detail::pin_thread_budget(threads); }
-  ~PinnedBudget() { detail::pin_thread_budget(0); }
+  explicit PinnedBudget(int threads) : previous_(budget_of_threads()) { detail::pin_thread_budget(threads); }
+  ~PinnedBudget() { detail::pin_thread_budget(previous_); }
   PinnedBudget(const PinnedBudget&) = delete;
   PinnedBudget& operator=(const PinnedBudget&) = delete;
+
+ private:
+  int previous_;
 };
 
 TEST(FewerThreadsUnderContention, OnlyWorkWhoseResultsDoNotDependOnTheCountTakesTheBudget) {
@@ -131,7 +142,7 @@ TEST(FewerThreadsUnderContention, OnlyWorkWhoseResultsDoNotDependOnTheCountTakes
     });
     EXPECT_TRUE(inline_call) << "a region of a one-thread budget runs on the calling thread";
   }
-  EXPECT_EQ(budget_of_threads(), 2);
+  EXPECT_EQ(budget_of_threads(), 2) << "the pool's pin again";
   std::atomic<int> in_region{0};
   parallel_for(2, 1, [&](int64_t, int64_t) { in_region = std::max(in_region.load(), threads_for_work(false)); });
   EXPECT_EQ(in_region, 1) << "work inside a region's chunk runs on that chunk's thread";
@@ -143,7 +154,8 @@ TEST(FewerThreadsUnderContention, BusyThreadsOnEveryCoreLowerTheBudget) {
   if (std::getenv("STRATA_TEST_ALONE") == nullptr) GTEST_SKIP() << "runs alone, as ctest's strata_tests_contention";
   if (num_threads() < 2) GTEST_SKIP() << "a pool of one thread has no budget to lower";
   if (access("/proc/thread-self/schedstat", R_OK) != 0) GTEST_SKIP() << "no /proc/thread-self/schedstat here";
-  const PoolSize pool(num_threads());  // the budget starts from the whole pool
+  detail::pin_thread_budget(0);
+  set_num_threads(num_threads());  // the budget starts from the whole pool, and follows the load
   std::atomic<bool> stop{false};
   std::vector<std::thread> busy;
   for (int i = 0; i < 2 * num_threads(); ++i) {
