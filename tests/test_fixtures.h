@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "strata/core/device.h"
+#include "strata/runtime/parallel.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/random.h"
 #include "test_checks.h"
@@ -33,6 +34,26 @@ class SeededDeviceTest : public ::testing::TestWithParam<Device> {
   std::string assert_message(Op&& op) const {
     return device_assert_message(device(), std::forward<Op>(op));
   }
+};
+
+/// Sets the CPU pool's size for a test, and restores it when the test ends. The thread budget is held at the whole
+/// pool meanwhile, so that what a test asks of the pool does not follow the machine's load (Note [Fewer threads
+/// while other processes hold the cores]).
+class PoolSize {
+ public:
+  explicit PoolSize(int n) : previous_(num_threads()) {
+    set_num_threads(n);
+    detail::pin_thread_budget(n);
+  }
+  ~PoolSize() {
+    detail::pin_thread_budget(0);
+    set_num_threads(previous_);
+  }
+  PoolSize(const PoolSize&) = delete;
+  PoolSize& operator=(const PoolSize&) = delete;
+
+ private:
+  int previous_;
 };
 
 }  // namespace strata::testing

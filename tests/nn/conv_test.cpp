@@ -18,6 +18,7 @@
 #include "strata/tensor/functions.h"
 #include "test_checks.h"
 #include "test_devices.h"
+#include "test_fixtures.h"
 
 namespace strata {
 namespace {
@@ -201,11 +202,7 @@ TEST_P(Conv, F32GradientsMatchTheF64Path) {
 // Large enough for the CPU's Winograd kernels, which the configs above are too small for (Note [Winograd
 // convolutions] in backends/cpu/conv.cpp: 3x3, stride 1, and here 128 output tiles of 4x4, enough for one thread).
 TEST_P(Conv, WinogradSizedConvolutionsMatchTheReferenceAndF64) {
-  struct OneThread {
-    int saved = num_threads();
-    OneThread() { set_num_threads(1); }
-    ~OneThread() { set_num_threads(saved); }
-  } one_thread;
+  const testing::PoolSize one_thread(1);
   const Config c{"winograd-sized", 8, 16, 16, 16, 32, 3, 3, 1, 1};
   const Operands o = operands(c, DType::F32);
   // Winograd's transforms round at the scale of the operands, not of each output: an output near zero made of terms
@@ -372,14 +369,7 @@ TEST(ConvOnCuda, RefusedCudnnCallsLeaveNoErrorForTheNextKernel) {
 // whatever the thread budget, so a run gives the same results on a busy machine as on an idle one. The budget is
 // pinned here instead of loading the machine; each shape's three passes run at the whole pool and at one thread.
 TEST(ConvOnTheCpu, TheThreadBudgetLeavesEveryResultBitForBit) {
-  struct Pool {
-    int saved = num_threads();
-    Pool() { set_num_threads(std::max(saved, 2)); }
-    ~Pool() {
-      detail::pin_thread_budget(0);
-      set_num_threads(saved);
-    }
-  } pool;
+  const testing::PoolSize pool(std::max(num_threads(), 2));
   const std::vector<Config> shapes{
       {"reference network, first layer", 64, 1, 28, 28, 32, 3, 3, 1, 1},
       {"reference network, second layer (Winograd-sized where the CPU has it)", 64, 32, 14, 14, 64, 3, 3, 1, 1},

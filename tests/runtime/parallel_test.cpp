@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "strata/runtime/parallel.h"
+#include "test_fixtures.h"
 
 namespace strata {
 namespace {
@@ -35,23 +36,7 @@ TEST(OneCpuThreadPool, OpenBlasRunsOnOurPoolAndLeavesItWhole) {
 #endif
 }
 
-// Sets the pool's size for a test, and restores it when the test ends. The thread budget is held at the whole pool
-// meanwhile, so that what a test asks of the pool does not follow the machine's load (Note [Fewer threads while
-// other processes hold the cores]).
-class PoolSize {
- public:
-  explicit PoolSize(int n) : previous_(num_threads()) {
-    set_num_threads(n);
-    detail::pin_thread_budget(n);
-  }
-  ~PoolSize() {
-    detail::pin_thread_budget(0);
-    set_num_threads(previous_);
-  }
-
- private:
-  int previous_;
-};
+using testing::PoolSize;
 
 // Note [Sharing the cores between devices]: a region started while another host thread is in one takes half the
 // pool; alone, a thread takes the whole of it. Team sizes are asked of the region, not timed.
