@@ -5,7 +5,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <exception>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "strata/strata.h"
@@ -31,11 +34,41 @@ namespace strata::python {
 
 namespace py = pybind11;
 
+// Note [Taking the GIL back at exit]
+// A thread that takes the GIL back while the interpreter finalizes (a daemon thread computing at exit) is ended by
+// Python: PyEval_RestoreThread calls pthread_exit, which unwinds the thread's frames. pybind11's gil_scoped_release
+// takes it back in a destructor, which is noexcept, so that unwinding called std::terminate and aborted the process.
+// ReleasedGil's destructor may throw, so the unwinding ends the thread as Python intends (pybind11 lets
+// abi::__forced_unwind through). While an exception is already unwinding, a second one would terminate too: then,
+// at exit only, the thread sleeps until the process ends.
+class ReleasedGil {
+ public:
+  ReleasedGil() : state_(PyEval_SaveThread()) {}
+  ~ReleasedGil() noexcept(false);
+  ReleasedGil(const ReleasedGil&) = delete;
+  ReleasedGil& operator=(const ReleasedGil&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+inline ReleasedGil::~ReleasedGil() noexcept(false) {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing() != 0;
+#else
+  const bool finalizing = _Py_IsFinalizing() != 0;
+#endif
+  if (finalizing && std::uncaught_exceptions() > 0) {
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+  PyEval_RestoreThread(state_);
+}
+
 /// Runs f without the GIL: for anything that may take time (a product, a convolution, backward, a copy, a save),
 /// so that other Python threads run meanwhile. Arguments must be converted from Python before.
 template <typename F>
 decltype(auto) without_gil(F&& f) {
-  py::gil_scoped_release release;
+  ReleasedGil release;
   return f();
 }
 

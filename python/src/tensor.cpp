@@ -87,7 +87,7 @@ Tensor to(const Tensor& self, py::args args, py::object device, py::object dtype
   }
   if (!device.is_none()) to_device_ = to_device(device);
   if (!dtype.is_none()) to_dtype_ = dtype.cast<DType>();
-  py::gil_scoped_release release;
+  ReleasedGil release;
   Tensor result = self;
   if (to_device_ && to_dtype_ && !copy) {
     result = result.to(*to_device_, *to_dtype_, non_blocking);
