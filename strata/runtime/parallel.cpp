@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <omp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -184,11 +185,19 @@ int budget_of_threads() {
   return budget == 0 ? all : std::min(budget, all);
 }
 
+namespace {
+// Note [Thread pools after fork]: whether this thread has started an OpenMP team of its own, and whether it forked
+// since (then its teams are one thread).
+thread_local bool t_started_openmp_team = false;
+thread_local bool t_openmp_team_lost_in_fork = false;
+}  // namespace
+
 int threads_for_work(bool results_depend_on_threads) {
-  if (in_parallel_region()) return 1;
+  if (in_parallel_region() || t_openmp_team_lost_in_fork) return 1;
   sample_contention();
   const int threads = results_depend_on_threads ? num_threads() : budget_of_threads();
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  if (threads > 1) t_started_openmp_team = true;
   return threads;
 }
 
@@ -373,10 +382,39 @@ class OneOpenMpThread {
   int previous_;
 };
 
+// Replaced by a new one in a forked child (Note [Thread pools after fork]); never freed.
+std::atomic<HelperPool*> g_helper_pool{nullptr};
+
 HelperPool& helper_pool() {
-  static HelperPool* const pool = std::make_unique<HelperPool>().release();
-  return *pool;
+  HelperPool* pool = g_helper_pool.load(std::memory_order_acquire);
+  if (pool != nullptr) return *pool;
+  auto made = std::make_unique<HelperPool>();
+  if (g_helper_pool.compare_exchange_strong(pool, made.get(), std::memory_order_acq_rel)) return *made.release();
+  return *pool;  // another thread made it first
 }
+
+// Note [Thread pools after fork]
+// fork() copies only the thread that calls it; the child inherits the pools' bookkeeping but none of their threads,
+// and a pool that waits for them waits forever.
+// - Our helpers: the child forgets the parent's pool (leaked, as PyTorch leaks its thread pools in a forked child:
+//   its mutex may be held by a thread that is gone) and makes a new one when a region first needs helpers. The count
+//   of host threads in regions starts again from zero, as only this thread exists.
+// - libgomp (oneDNN's threads) is not fork-safe: a team's threads belong to the thread that started it, and in the
+//   child that thread's next team of more than one waits at its start for threads that do not exist. libgomp has no
+//   way to forget them, so in the child the thread that forked, if it had started a team, runs OpenMP work on one
+//   thread (PyTorch's DataLoader workers set one thread for the same reason). Other threads of the child, which have
+//   no team, and Strata's own regions still use every core. That work's results then are one thread's: bits may
+//   differ from the parent's for GEMMs and weight gradients, never correctness.
+void forget_threads_after_fork() {
+  g_helper_pool.store(nullptr, std::memory_order_release);
+  threads_in_regions().store(0, std::memory_order_relaxed);
+  if (t_started_openmp_team) {
+    t_openmp_team_lost_in_fork = true;
+    omp_set_num_threads(1);
+  }
+}
+
+[[maybe_unused]] const bool g_fork_handler_registered = pthread_atfork(nullptr, nullptr, forget_threads_after_fork) == 0;
 
 }  // namespace
 
