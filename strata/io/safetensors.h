@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "strata/tensor/tensor.h"
 
@@ -31,12 +32,23 @@ struct SafetensorsContent {
 /// Writes `tensors` (any device, any layout: they are read to the host, contiguous) and `metadata` to `path`
 /// atomically: the bytes go to a new file (io::AtomicFile), which is flushed to disk and renamed over `path`, so a
 /// failure at any point leaves the previous file as it was, and a killed save leaves no temporary file for good
-/// (Note [Saves leave nothing behind]). Throws IOError naming the file and the problem.
+/// (Note [Saves leave nothing behind]). Only a regular file or a new path is written (never a device, a FIFO...).
+/// Throws IOError naming the file and the problem; InvalidArgumentError, before the file is touched, for a header
+/// larger than load_safetensors accepts (100 MB, mostly metadata) or a name or string that is not UTF-8.
 void save_safetensors(const std::filesystem::path& path, const TensorMap& tensors, const Metadata& metadata = {});
 
+/// The bytes of the file save_safetensors would write, for a file object or a socket; `name` names it in errors.
+std::string save_safetensors_bytes(const TensorMap& tensors, const Metadata& metadata = {},
+                                   std::string_view name = "<bytes>");
+
 /// Reads a safetensors file, validating the whole header before trusting any of it, and places the tensors on
-/// `device`. Any malformed or hostile content throws IOError naming the file, the tensor and the problem.
+/// `device`. Any malformed or hostile content throws IOError naming the file, the tensor and the problem; a file of
+/// another known format (torch.save's zip or pickle, NumPy's .npy...) is named as such.
 SafetensorsContent load_safetensors(const std::filesystem::path& path, Device device = kCPU);
+
+/// load_safetensors of a file's bytes held in memory; `name` names them in errors.
+SafetensorsContent load_safetensors_bytes(std::string_view data, Device device = kCPU,
+                                          std::string_view name = "<bytes>");
 
 /// The dtype's name in safetensors headers: "F32", "BF16", "I64", "BOOL"...
 std::string_view safetensors_dtype_name(DType dtype);
