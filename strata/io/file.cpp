@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,6 +55,68 @@ pid_t temporary_pid(std::string_view name, std::string_view prefix) {
   return pid;
 }
 
+// A path for messages: a NUL byte would end the C string that carries the message.
+std::string shown(const std::filesystem::path& path) {
+  std::string text = path.string();
+  for (auto at = text.find('\0'); at != std::string::npos; at = text.find('\0', at)) text.replace(at, 1, "\\0");
+  return text;
+}
+
+// The system calls take C strings, which a NUL byte would cut short: 'a\0b' would name 'a'. Python's open raises
+// ValueError for it too.
+void check_no_nul(const std::filesystem::path& path, std::string_view op) {
+  STRATA_CHECK(path.native().find('\0') == std::string::npos, InvalidArgumentError,
+               "{}: the path '{}' holds a NUL byte, which no file name can", op, shown(path));
+}
+
+// What a file of mode `mode` is, when a save must not replace it; nullptr for a regular file.
+const char* special_kind(mode_t mode) {
+  if (S_ISREG(mode)) return nullptr;
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+[[noreturn]] void refuse_special(const std::filesystem::path& path, std::string_view op, const char* kind) {
+  STRATA_THROW(IOError,
+               "{}: '{}' is {}; a save replaces only a regular file (or creates a new one), never a device, FIFO, "
+               "socket or directory",
+               op, path.string(), kind);
+}
+
+// The path a save renames its new file over: `path` when it is missing or a regular file, the target of a symbolic
+// link to a regular file (the link stays, as when open() writes through it). Anything else is refused, before any
+// byte is written: renaming over /dev/null, as root, would replace the device with a file.
+std::filesystem::path replaceable_path(const std::filesystem::path& path, std::string_view op) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    STRATA_CHECK(errno == ENOENT, IOError, "{}: cannot examine '{}': {}", op, path.string(), error_text());
+    return path;
+  }
+  if (!S_ISLNK(st.st_mode)) {
+    if (const char* kind = special_kind(st.st_mode)) refuse_special(path, op, kind);
+    return path;
+  }
+  STRATA_CHECK(::stat(path.c_str(), &st) == 0, IOError, "{}: '{}' is a symbolic link whose target cannot be used: {}",
+               op, path.string(), error_text());
+  if (const char* kind = special_kind(st.st_mode)) {
+    STRATA_THROW(IOError,
+                 "{}: '{}' is a symbolic link to {}; a save replaces only a regular file (or creates a new one), never "
+                 "a device, FIFO, socket or directory",
+                 op, path.string(), kind);
+  }
+  char* real = ::realpath(path.c_str(), nullptr);
+  STRATA_CHECK(real != nullptr, IOError, "{}: cannot resolve the symbolic link '{}': {}", op, path.string(),
+               error_text());
+  std::filesystem::path target(real);
+  ::free(real);  // NOLINT: realpath's buffer comes from malloc
+  return target;
+}
+
 bool process_is_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
 
 std::string temporary_prefix(const std::filesystem::path& path) { return path.filename().string() + ".tmp-"; }
@@ -85,7 +148,9 @@ int remove_stale_temporaries(const std::filesystem::path& path) {
 }
 
 AtomicFile::AtomicFile(std::filesystem::path path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
+  check_no_nul(path_, op_);
   STRATA_CHECK(path_.has_filename(), IOError, "{}: '{}' names no file to write", op_, path_.string());
+  path_ = replaceable_path(path_, op_);
   remove_stale_temporaries(path_);
   // linkat names an unnamed file through /proc/self/fd (AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH).
   if (unnamed_allowed() && ::access("/proc/self/fd", X_OK) == 0) {
@@ -157,6 +222,14 @@ void AtomicFile::commit() {
     ::unlink(temp_.c_str());
     STRATA_THROW(IOError, "{}: closing '{}' failed: {}", op_, temp_.string(), std::strerror(close_errno));
   }
+  // Checked again at the last moment: the path may have become something else while the file was written.
+  struct stat st {};
+  if (::lstat(path_.c_str(), &st) == 0 && !S_ISLNK(st.st_mode)) {
+    if (const char* kind = special_kind(st.st_mode)) {
+      ::unlink(temp_.c_str());
+      refuse_special(path_, op_, kind);
+    }
+  }
   if (::rename(temp_.c_str(), path_.c_str()) != 0) {
     const std::string why = error_text();
     ::unlink(temp_.c_str());
@@ -218,6 +291,7 @@ FileLock::~FileLock() {
 }
 
 OpenedFile open_regular_file(const std::filesystem::path& path, std::string_view op) {
+  check_no_nul(path, op);
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; the check below refuses it.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   STRATA_CHECK(fd >= 0, IOError, "{}: cannot open '{}': {}", op, path.string(), error_text());

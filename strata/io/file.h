@@ -23,7 +23,9 @@ namespace strata::io {
 /// A file being replaced atomically (see Note [Saves leave nothing behind]): writes go to a new file, unnamed where
 /// the filesystem allows it, else `<path>.tmp-<pid>-<n>`; commit() flushes it to disk, renames it over `path` and
 /// flushes the directory. Destroyed without commit() (an exception midway), it removes the temporary file and leaves
-/// `path` untouched. Errors throw IOError naming `op` and the file.
+/// `path` untouched. `path` must be new or a regular file (through a symbolic link, its target is replaced): a
+/// device, FIFO, socket or directory is refused, when the file is created and again before the rename. Errors throw
+/// IOError naming `op` and the file; a NUL byte in the path is an InvalidArgumentError.
 class AtomicFile {
  public:
   AtomicFile(std::filesystem::path path, std::string op);
@@ -75,7 +77,8 @@ struct OpenedFile {
 };
 
 /// Opens `path` for reading if it is a regular file. Neither a FIFO without a writer nor a device blocks the call;
-/// they, directories and missing files throw IOError naming `op` and the file.
+/// they, directories and missing files throw IOError naming `op` and the file; a NUL byte in the path is an
+/// InvalidArgumentError.
 OpenedFile open_regular_file(const std::filesystem::path& path, std::string_view op);
 
 /// A file opened for reading at given offsets. Errors throw IOError naming `op` and the file.
