@@ -2,10 +2,10 @@
 
 #include <atomic>
 #include <charconv>
-#include <cstdlib>
 #include <mutex>
 
 #include "strata/core/error.h"
+#include "strata/runtime/environment.h"
 
 namespace strata {
 
@@ -43,9 +43,9 @@ int cpu_device_count() {
   if (const int n = d.count.load(std::memory_order_acquire); n != 0) return n;
   std::lock_guard lock(d.mutex);
   if (const int n = d.count.load(std::memory_order_relaxed); n != 0) return n;
-  const char* env = std::getenv(kCpuDevicesVariable);
+  const auto env = environment_value(kCpuDevicesVariable);
   // Not kept when malformed: every use of a CPU device fails with the same message until it is fixed.
-  const int n = env == nullptr ? 1 : parse_cpu_device_count(env);
+  const int n = env ? parse_cpu_device_count(*env) : 1;
   d.count.store(n, std::memory_order_release);
   return n;
 }
@@ -64,7 +64,8 @@ void set_cpu_device_count(int count) {
 }
 
 void detail::fix_cpu_device_count() {
-  (void)cpu_device_count();  // reads the environment first, if nothing has yet
+  // Reads the count, if nothing has yet, and checks the other variables (Note [Strata's environment variables]).
+  check_environment();
   CpuDevices& d = cpu_devices();
   std::lock_guard lock(d.mutex);
   d.fixed = true;

@@ -2,8 +2,6 @@
 
 #include <array>
 #include <atomic>
-#include <cctype>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -13,6 +11,7 @@
 #include <tuple>
 
 #include "strata/core/error.h"
+#include "strata/runtime/environment.h"
 #include "strata/runtime/registry.h"
 
 namespace strata {
@@ -251,14 +250,10 @@ void check_device_asserts(Device device) {
 }
 
 bool launch_blocking() {
-  // "false", "no" and "off" read as off too, as a user who wrote them meant; "1", "true", "yes", "on" or anything
-  // else turns it on (a debugging switch errs on the side of reporting).
+  // Read once; a bad value throws at every call until fixed (Note [Strata's environment variables]).
   static const bool blocking = [] {
-    const char* env = std::getenv("STRATA_LAUNCH_BLOCKING");
-    if (env == nullptr) return false;
-    std::string value(env);
-    for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return value != "" && value != "0" && value != "false" && value != "no" && value != "off";
+    const auto value = environment_value("STRATA_LAUNCH_BLOCKING");
+    return value && environment_switch("STRATA_LAUNCH_BLOCKING", *value);
   }();
   return blocking;
 }

@@ -53,7 +53,8 @@ void check_stream_asserts(Device device, NativeStream stream);
 /// streams, and clears that slot (the others report at the next check).
 void check_device_asserts(Device device);
 
-/// STRATA_LAUNCH_BLOCKING=1: synchronise after every launch so errors surface at their call site.
+/// STRATA_LAUNCH_BLOCKING=1: synchronise after every launch so errors surface at their call site. A switch (1, true,
+/// yes, on / 0, false, no, off); any other value throws InvalidArgumentError (Note [Strata's environment variables]).
 bool launch_blocking();
 
 }  // namespace strata

@@ -5,10 +5,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 
 #include "strata/core/error.h"
+#include "strata/runtime/cpu_devices.h"
+#include "strata/runtime/environment.h"
+#include "strata/runtime/registry.h"
 
 namespace strata {
 
@@ -176,6 +178,10 @@ std::vector<MemoryLimit> parse_memory_limits(std::string_view text) {
     }
     limits.push_back(limit);
   }
+  // A value of commas alone sets no limit: it is refused, as a typo rather than a wish.
+  if (limits.empty() && !trim(text).empty()) {
+    STRATA_THROW(InvalidArgumentError, "{}='{}' names no device; {}", kMemoryLimitVariable, text, kAcceptedForm);
+  }
   return limits;
 }
 
@@ -190,10 +196,22 @@ std::optional<MemoryLimit> find_memory_limit(const std::vector<MemoryLimit>& lim
   return *found;
 }
 
+void check_memory_limit_devices(std::string_view text, const std::vector<MemoryLimit>& limits, DeviceType type,
+                                int count) {
+  for (const MemoryLimit& limit : limits) {
+    if (limit.whole_type || limit.device.type() != type || limit.device.index() < count) continue;
+    STRATA_THROW(InvalidArgumentError, "{}='{}' limits {}, which does not exist: there {} {} {} device(s){}",
+                 kMemoryLimitVariable, text, limit.device, count == 1 ? "is" : "are", count, device_type_name(type),
+                 type == DeviceType::CPU ? fmt::format("; {}=N sets how many", kCpuDevicesVariable) : "");
+  }
+}
+
 std::optional<MemoryLimit> memory_limit_from_environment(Device device) {
-  const char* value = std::getenv(kMemoryLimitVariable);
-  if (value == nullptr) return std::nullopt;
-  return find_memory_limit(parse_memory_limits(value), device);
+  const auto value = environment_value(kMemoryLimitVariable);
+  if (!value) return std::nullopt;
+  const std::vector<MemoryLimit> limits = parse_memory_limits(*value);
+  check_memory_limit_devices(*value, limits, device.type(), device_count(device.type()));
+  return find_memory_limit(limits, device);
 }
 
 }  // namespace strata

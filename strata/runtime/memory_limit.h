@@ -18,7 +18,8 @@ inline constexpr const char* kMemoryLimitVariable = "STRATA_MEMORY_LIMIT";
 
 // Note [STRATA_MEMORY_LIMIT]
 // The value is a comma-separated list of DEVICE=SIZE entries, e.g. `cuda:0=2GiB,cpu=8GiB`. Spaces around entries,
-// around '=' and between a number and its unit are ignored; empty entries (a trailing comma) are skipped.
+// around '=' and between a number and its unit are ignored; empty entries (a trailing comma) are skipped, but a
+// value with no entry at all (',') is refused.
 //  * DEVICE is anything Device() accepts: `cpu:N`, `cuda:N`, or a type alone, `cpu` or `cuda`, meaning every
 //    device of that type that has no entry of its own (with one CPU device, `cpu` is that device). A device may be
 //    named only once.
@@ -51,7 +52,13 @@ std::vector<MemoryLimit> parse_memory_limits(std::string_view text);
 /// The entry that applies to `device`: its own, else one for its whole type ("cpu", "cuda"); std::nullopt when none.
 std::optional<MemoryLimit> find_memory_limit(const std::vector<MemoryLimit>& limits, Device device);
 
-/// The STRATA_MEMORY_LIMIT entry for `device`, read from the environment now; std::nullopt when none applies.
+/// Throws InvalidArgumentError when an entry of `limits` (parsed from `text`) names a device of `type` at an index
+/// `count` or beyond: a limit on a device that does not exist is a mistake, not a no-op.
+void check_memory_limit_devices(std::string_view text, const std::vector<MemoryLimit>& limits, DeviceType type,
+                                int count);
+
+/// The STRATA_MEMORY_LIMIT entry for `device`, read from the environment now; std::nullopt when none applies. Every
+/// entry for a device of its type must name one that exists (check_memory_limit_devices).
 std::optional<MemoryLimit> memory_limit_from_environment(Device device);
 
 }  // namespace strata

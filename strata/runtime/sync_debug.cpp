@@ -1,23 +1,22 @@
 #include "strata/runtime/sync_debug.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <string_view>
 
-#include "strata/core/error.h"
+#include "strata/runtime/environment.h"
 
 namespace strata {
 
 namespace {
 
+// See Note [Strata's environment variables].
 SyncDebugMode parse_sync_debug() {
-  const char* env = std::getenv("STRATA_SYNC_DEBUG");
-  if (env == nullptr) return SyncDebugMode::Off;
-  const std::string_view v(env);
-  if (v.empty() || v == "0" || v == "off") return SyncDebugMode::Off;
-  if (v == "warn" || v == "1") return SyncDebugMode::Warn;
-  if (v == "error" || v == "2") return SyncDebugMode::Error;
-  STRATA_THROW(InvalidArgumentError, "STRATA_SYNC_DEBUG='{}' is not valid; expected 'warn', 'error' or 'off'", v);
+  const auto value = environment_value("STRATA_SYNC_DEBUG");
+  if (!value) return SyncDebugMode::Off;
+  switch (environment_keyword("STRATA_SYNC_DEBUG", *value, {"off", "0", "warn", "1", "error", "2"}) / 2) {
+    case 0: return SyncDebugMode::Off;
+    case 1: return SyncDebugMode::Warn;
+    default: return SyncDebugMode::Error;
+  }
 }
 
 std::atomic<SyncDebugMode>& sync_mode() {
