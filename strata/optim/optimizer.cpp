@@ -202,9 +202,19 @@ void Optimizer::load_state_dict(const nn::StateDict& dict) {
       problems.push_back(fmt::format("unexpected key '{}'", key));
     }
   }
-  // A parameter's state is whole or absent: a step would otherwise find one moment and not the other.
+  // A parameter's state is whole or absent: a step would otherwise find one moment and not the other, or moments
+  // without the step count that their bias correction depends on (state_dict() writes both once a step was taken).
   for (std::size_t i = 0; i < loaded.size(); ++i) {
     const auto& tensors = loaded[i].tensors;
+    if (counts_steps() && !tensors.empty() && loaded[i].step == 0) {
+      problems.push_back(fmt::format("parameter {} has {} but no step count: '{}.step' is {}", i,
+                                     fmt::join(names, " and "), i,
+                                     dict.contains(fmt::format("{}.step", i)) ? "0" : "missing"));
+    }
+    if (counts_steps() && tensors.empty() && loaded[i].step != 0) {
+      problems.push_back(
+          fmt::format("parameter {} has a step count ('{}.step') but no {}", i, i, fmt::join(names, " or ")));
+    }
     if (tensors.empty() || tensors.size() == names.size()) continue;
     std::vector<std::string> missing;
     for (const std::string& n : names) {
