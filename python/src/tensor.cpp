@@ -181,19 +181,24 @@ void register_tensor(py::module_& m) {
   });
 
   cls.def("__getitem__", [](const Tensor& t, py::handle index) { return apply_index(t, index, false); });
+  // Through assign_view, so that autograd records the write into t (Note [In-place ops and autograd]).
   cls.def("__setitem__", [](const Tensor& t, py::handle index, py::handle value) {
+    Tensor base = t;  // the same tensor: its history is what the assignment rebases
     Tensor target = apply_index(t, index, true);
+    Tensor v;
     if (py::isinstance<Tensor>(value)) {
-      const Tensor& v = value.cast<const Tensor&>();
-      without_gil([&] { target.copy_(v); });
+      v = value.cast<Tensor>();
     } else if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr())) {
-      target.fill_(value.cast<Scalar>());
+      if (!(grad_enabled() && t.requires_grad())) {
+        target.fill_(value.cast<Scalar>());
+        return;
+      }
+      v = full({}, value.cast<Scalar>(), TensorOptions(t.dtype()).device(t.device()));
     } else {
       // Lists, arrays, NumPy scalars: through strata.tensor, on the target's device.
-      Tensor v =
-          py::module_::import("strata").attr("tensor")(value, py::arg("device") = target.device()).cast<Tensor>();
-      without_gil([&] { target.copy_(v); });
+      v = py::module_::import("strata").attr("tensor")(value, py::arg("device") = target.device()).cast<Tensor>();
     }
+    without_gil([&] { assign_view(base, std::move(target), v); });
   });
 
   // --- devices and dtypes ---

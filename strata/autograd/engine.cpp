@@ -1,5 +1,6 @@
 // The backward pass: builds graph nodes for recorded ops and runs them in reverse topological order.
 
+#include <mutex>
 #include <unordered_map>
 #include <utility>
 #include <unordered_set>
@@ -24,6 +25,7 @@ Edge edge_of(const Tensor& t) {
   auto& meta = meta_of(t);
   if (!meta || !meta->requires_grad) return {};
   if (meta->grad_fn) return {meta->grad_fn};
+  std::lock_guard<std::mutex> lock(meta->mutex);  // threads sharing a leaf share its one accumulator
   auto accumulator = meta->grad_accumulator.lock();
   if (!accumulator) {
     accumulator = std::make_shared<Node>();
@@ -34,12 +36,19 @@ Edge edge_of(const Tensor& t) {
   return {accumulator};
 }
 
-void record_node(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward) {
+void record_node(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward,
+                 detail::Saves saves) {
   auto node = std::make_shared<Node>();
   node->name = op;
   node->backward = std::move(backward);
   node->next.reserve(inputs.size());
   for (const Tensor& input : inputs) node->next.push_back(edge_of(input));
+  if (saves == detail::Saves::kInputs || saves == detail::Saves::kInputsAndOutput) {
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].defined()) node->saved.push_back({inputs[i].storage(), inputs[i].version(), static_cast<int>(i)});
+    }
+  }
+  if (saves == detail::Saves::kInputsAndOutput || saves == detail::Saves::kOutput) node->saved.push_back({output.storage(), output.version(), -1});
   auto& meta = meta_of(output);
   if (!meta) meta = std::make_shared<AutogradMeta>();
   meta->requires_grad = true;
@@ -73,21 +82,70 @@ thread_local uint64_t backward_passes = 0;
 
 void accumulate(AutogradMeta& meta, Tensor grad) {
   Tensor g = apply_hooks(meta.hooks, std::move(grad));
-  if (!meta.grad.defined()) {
-    // Later accumulation is in place, so the gradient must be a tensor nobody else holds: the one the backward pass
-    // computed when only the engine holds it (as PyTorch's AccumulateGrad steals it), a copy otherwise. Stealing
-    // spares copying every parameter's gradient on every step.
-    meta.grad = g.is_sole_owner() && g.is_contiguous() ? std::move(g) : g.clone();
-  } else {
-    add_(meta.grad, g);
+  Tensor accumulated;
+  {
+    std::lock_guard<std::mutex> lock(meta.mutex);
+    if (!meta.grad.defined()) {
+      // Later accumulation is in place, so the gradient must be a tensor nobody else holds: the one the backward pass
+      // computed when only the engine holds it (as PyTorch's AccumulateGrad steals it), a copy otherwise. Stealing
+      // spares copying every parameter's gradient on every step.
+      meta.grad = g.is_sole_owner() && g.is_contiguous() ? std::move(g) : g.clone();
+    } else {
+      add_(meta.grad, g);
+    }
+    accumulated = meta.grad;
   }
-  for (const auto& hook : meta.post_accumulate_hooks) hook(meta.grad);
+  // Outside the lock: a hook (DDP's) may read or replace the gradient itself.
+  for (const auto& hook : meta.post_accumulate_hooks) hook(accumulated);
 }
+
+// Refuses to run a derivative whose saved values were written in place since (Note [Version counters]).
+void check_saved_versions(const Node& node) {
+  for (const autograd::SavedVersion& saved : node.saved) {
+    const std::shared_ptr<Storage> storage = saved.storage.lock();
+    if (!storage) continue;
+    const uint64_t now = storage->version.load(std::memory_order_relaxed);
+    STRATA_CHECK(now == saved.version, InvalidArgumentError,
+                 "backward: one of the variables needed for gradient computation has been modified by an inplace "
+                 "operation: {} of '{}' is at version {}; expected version {} instead. Look for an in-place write "
+                 "(t[...] = v, an op ending in _, an optimizer step) between the forward pass and backward, or clone "
+                 "the value before writing it",
+                 saved.index < 0 ? std::string("the output") : "input " + std::to_string(saved.index), node.name, now,
+                 saved.version);
+  }
+}
+
+// Note [Freeing deep graphs]
+// A node owns the nodes of its inputs (its edges), and its derivative's closure owns tensors that own theirs, so
+// releasing a chain of 300 000 ops (a running loss kept as a tensor) would nest 300 000 destructors and overflow the
+// stack. ~Node moves the nodes it owns onto a list of the thread's, which the outermost ~Node empties in a loop, so
+// destructors nest at most a few deep whatever the depth of the graph (PyTorch's deleteNode does the same).
+thread_local std::vector<std::shared_ptr<Node>>* nodes_to_free = nullptr;
 
 
 }  // namespace
 
 namespace autograd {
+
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> freed_here;
+  const bool outermost = nodes_to_free == nullptr;
+  if (outermost) nodes_to_free = &freed_here;
+  for (Edge& e : next) {
+    if (e.node) nodes_to_free->push_back(std::move(e.node));
+  }
+  // The members that own tensors are released here, while the list is set, so that the nodes they free land on it.
+  next.clear();
+  backward = nullptr;
+  pre_hooks.clear();
+  if (!outermost) return;
+  while (!freed_here.empty()) {
+    std::shared_ptr<Node> node = std::move(freed_here.back());
+    freed_here.pop_back();
+    node.reset();  // when this was the last owner, its ~Node appends the nodes it owned
+  }
+  nodes_to_free = nullptr;
+}
 
 uint64_t backward_pass_id() { return backward_passes; }
 
@@ -161,6 +219,7 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
                    "freed after the first backward — pass retain_graph=true to the first call if you need to call it "
                    "twice",
                    node->name);
+      check_saved_versions(*node);
       input_grads = node->backward(g);
       if (!retain_graph) {
         node->backward = nullptr;
@@ -208,7 +267,9 @@ Tensor& Tensor::requires_grad_(bool enable) {
 
 Tensor Tensor::grad() const {
   const auto& meta = meta_of(*this);
-  return meta ? meta->grad : Tensor();
+  if (!meta) return Tensor();
+  std::lock_guard<std::mutex> lock(meta->mutex);
+  return meta->grad;
 }
 
 void Tensor::set_grad(const Tensor& grad) {
@@ -220,6 +281,7 @@ void Tensor::set_grad(const Tensor& grad) {
   }
   auto& meta = meta_of(*this);
   if (!meta) meta = std::make_shared<AutogradMeta>();
+  std::lock_guard<std::mutex> lock(meta->mutex);
   meta->grad = grad;
 }
 

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,28 @@ struct Edge {
 
 using TensorHook = std::function<Tensor(const Tensor&)>;
 
+/// The version a value had when an op recorded it (Note [Version counters]). The storage is held weakly: memory that
+/// is gone cannot be written any more, and a value the derivative does not capture must not be kept alive.
+struct SavedVersion {
+  std::weak_ptr<Storage> storage;
+  uint64_t version = 0;
+  int index = 0;  // the op's input index, or -1 for its output
+};
+
 /// A step of the backward graph: one op's derivative, or a leaf's gradient accumulator.
 struct Node {
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  /// Frees the nodes that only this one keeps alive without recursion (Note [Freeing deep graphs]).
+  ~Node();
+
   std::string name;
   BackwardFn backward;       // empty for accumulators and after a backward pass without retain_graph
   std::vector<Edge> next;    // one per input of the op
   std::vector<TensorHook> pre_hooks;  // hooks registered on the op's output tensor
   std::weak_ptr<AutogradMeta> leaf;   // set for accumulators: the leaf tensor's meta
+  std::vector<SavedVersion> saved;    // the values `backward` reads, checked before it runs
   bool released = false;
 };
 
@@ -36,6 +52,9 @@ struct Node {
 /// The autograd state of a tensor (shared by all copies of a Tensor handle).
 struct AutogradMeta {
   bool requires_grad = false;
+  // Guards `grad` and `grad_accumulator`: threads that share a leaf (a parameter) may run backward, read or clear
+  // its gradient at once, and accumulation into it is then the sum of theirs, as in PyTorch.
+  std::mutex mutex;
   Tensor grad;
   std::shared_ptr<autograd::Node> grad_fn;               // the op that produced this tensor; null for leaves
   std::weak_ptr<autograd::Node> grad_accumulator;        // leaves: the node that accumulates into `grad`

@@ -45,7 +45,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
       const Tensor rows = idx.reshape({count, 1}).expand({count, dim});
       return std::vector<Tensor>{scatter_add(zeros(shape, TensorOptions(g.dtype()).device(g.device())), 0, rows,
                                              g.reshape({count, dim}).contiguous())};
-    });
+    }, detail::Saves::kNothing);
   }
   return out;
 }

@@ -107,7 +107,7 @@ Tensor max_pool(const Tensor& input_arg, Pair kernel, std::optional<Pair> stride
                                  indices.view(), params);
       }
       return std::vector<Tensor>{gi};
-    });
+    }, detail::Saves::kNothing);
   }
   return out;
 }
@@ -136,7 +136,7 @@ Tensor avg_pool2d(const Tensor& input_arg, Pair kernel, std::optional<Pair> stri
                                                  g.contiguous().view(), params);
       }
       return std::vector<Tensor>{gi};
-    });
+    }, detail::Saves::kNothing);
   }
   return out;
 }
@@ -160,7 +160,7 @@ Tensor adaptive_avg_pool2d(const Tensor& input_arg, Pair output_size) {
                                                gi.view(), g.contiguous().view());
       }
       return std::vector<Tensor>{gi};
-    });
+    }, detail::Saves::kNothing);
   }
   return out;
 }

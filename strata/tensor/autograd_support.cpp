@@ -4,6 +4,7 @@
 
 #include "strata/core/error.h"
 #include "strata/tensor/functions.h"
+#include "strata/tensor/op_checks.h"
 
 namespace strata::detail {
 
@@ -45,28 +46,39 @@ bool needs_grad_list(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record_list(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward) {
-  // detail::record takes an initializer_list; lists longer than 8 are joined by the caller in groups (see cat).
-  const auto p = [&](std::size_t i) { return &inputs[i]; };
-  switch (inputs.size()) {
-    case 1: return record(op, {p(0)}, output, std::move(backward));
-    case 2: return record(op, {p(0), p(1)}, output, std::move(backward));
-    case 3: return record(op, {p(0), p(1), p(2)}, output, std::move(backward));
-    case 4: return record(op, {p(0), p(1), p(2), p(3)}, output, std::move(backward));
-    case 5: return record(op, {p(0), p(1), p(2), p(3), p(4)}, output, std::move(backward));
-    case 6: return record(op, {p(0), p(1), p(2), p(3), p(4), p(5)}, output, std::move(backward));
-    case 7: return record(op, {p(0), p(1), p(2), p(3), p(4), p(5), p(6)}, output, std::move(backward));
-    case 8: return record(op, {p(0), p(1), p(2), p(3), p(4), p(5), p(6), p(7)}, output, std::move(backward));
-    default:
-      STRATA_THROW(InvalidArgumentError, "{}: record_list takes at most 8 inputs, got {}", op, inputs.size());
-  }
+bool records_in_place(const char* op, const Tensor& self, std::initializer_list<const Tensor*> operands) {
+  if (!grad_enabled() || !self.defined()) return false;
+  bool recorded = self.requires_grad();
+  for (const Tensor* t : operands) recorded = recorded || (t->defined() && t->requires_grad());
+  if (!recorded) return false;
+  STRATA_CHECK(!(self.requires_grad() && self.is_leaf()), InvalidArgumentError,
+               "{}: a leaf tensor that requires grad is being used in an in-place operation; write it under "
+               "no_grad() (as optimizers do), or work on a clone()",
+               op);
+  STRATA_CHECK(self.storage().use_count() == 1, InvalidArgumentError,
+               "{}: autograd cannot record an in-place operation on a view, or on a tensor whose memory another "
+               "tensor shares (shape {}); use the out-of-place op, or assign through the base tensor (t[...] = v)",
+               op, self.shape());
+  return true;
 }
 
-void check_in_place(const char* op, const Tensor& self) {
-  STRATA_CHECK(!(grad_enabled() && self.defined() && self.requires_grad()), InvalidArgumentError,
-               "{}: in-place op on a tensor that requires grad is not supported (in-place ops are not recorded by "
-               "autograd); use the out-of-place op, or run it under NoGradGuard (e.g. an optimizer update)",
-               op);
+Tensor& rebase_history(const char* op, Tensor& self, const Tensor& result) {
+  STRATA_CHECK(result.shape() == self.shape(), ShapeError,
+               "{}: the result has shape {}, but an in-place op must keep self's shape {}", op, result.shape(),
+               self.shape());
+  STRATA_CHECK(is_floating(self.dtype()) || !is_floating(result.dtype()), DTypeError,
+               "{}: the result dtype {} cannot be stored in self's dtype {}", op, result.dtype(), self.dtype());
+  copy_values(self, result);  // bumps the version
+  if (!result.requires_grad()) {
+    // The new values depend on nothing that requires grad: the old history gets no gradient through them.
+    record(op, {&self}, self, [](const Tensor&) { return std::vector<Tensor>{Tensor()}; }, Saves::kNothing);
+    return self;
+  }
+  record(
+      op, {&result}, self,
+      [dtype = result.dtype()](const Tensor& g) { return std::vector<Tensor>{g.dtype() == dtype ? g : g.to(dtype)}; },
+      Saves::kNothing);
+  return self;
 }
 
 }  // namespace strata::detail

@@ -26,14 +26,21 @@ Tensor relu_backward(const Tensor& g, const Tensor& x);
 /// Whether grad mode is on and one of `inputs` requires grad (needs_grad for a list of any length).
 bool needs_grad_list(const std::vector<Tensor>& inputs);
 
-/// detail::record for a list of inputs of any length.
-void record_list(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward);
-
 // Note [In-place ops and autograd]
-// In-place ops are not recorded: writing into a tensor that requires grad would silently corrupt the gradients
-// that depend on its old values. So with grad mode on, an in-place op on a tensor that requires grad (a leaf or an
-// op's result) throws InvalidArgumentError; under NoGradGuard (optimizer updates, gradient accumulation) it runs.
-/// Throws when `self` must not be written in place (see the note).
-void check_in_place(const char* op, const Tensor& self);
+// PyTorch's rules. With grad mode on, an in-place op on a leaf that requires grad throws: it would change the values
+// its gradient is taken at (an optimizer writes them under no_grad). On any other tensor, when the tensor or an
+// operand requires grad, the op is recorded by rebasing the tensor's history: the result is computed out of place
+// (from a copy of the old values when the derivative reads them), written into the tensor, and the tensor's
+// grad_fn becomes the result's; the old history still gets its gradient through the result. Every write bumps the
+// memory's version (Note [Version counters]), so a derivative that saved the old values refuses to run.
+// A view shares memory with its base, whose history autograd would have to rebase too; so a recorded in-place op
+// on a tensor whose memory others share is refused, except t[...] = v (assign_view), which writes through the base.
+
+/// True when the in-place op `op` on `self` with `operands` must be recorded (grad mode on, and self or an operand
+/// requires grad); throws when it must not run (see the note).
+bool records_in_place(const char* op, const Tensor& self, std::initializer_list<const Tensor*> operands);
+
+/// Writes `result` (computed out of place, with its own history) into `self` and makes it self's history.
+Tensor& rebase_history(const char* op, Tensor& self, const Tensor& result);
 
 }  // namespace strata::detail

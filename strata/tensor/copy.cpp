@@ -9,6 +9,7 @@
 #include "strata/runtime/registry.h"
 #include "strata/runtime/stream.h"
 #include "strata/runtime/transfer.h"
+#include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/grad_hook.h"
 #include "strata/tensor/op_call.h"
@@ -37,11 +38,12 @@ Tensor Tensor::to(DType dtype) const {
   STRATA_CHECK(defined(), InvalidArgumentError, "to: the tensor is undefined");
   if (dtype == this->dtype()) return *this;
   Tensor out = empty(shape(), TensorOptions(dtype).device(device()));
-  out.copy_(*this);
+  detail::copy_values(out, *this);
   // Only floating results carry gradients; the gradient goes back in the input's dtype.
   if (is_floating(dtype) && detail::needs_grad({this})) {
     const DType from = this->dtype();
-    detail::record("to", {this}, out, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
+    detail::record(
+        "to", {this}, out, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; }, detail::Saves::kNothing);
   }
   return out;
 }
@@ -90,7 +92,9 @@ Tensor Tensor::copy_to(Device device, bool non_blocking) const {
   // goes back to the source's device, a copy that is counted like any other.
   if (detail::needs_grad({this})) {
     const Device from = this->device();
-    detail::record("copy_to", {this}, out, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
+    detail::record(
+        "copy_to", {this}, out, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; },
+        detail::Saves::kNothing);
   }
   return out;
 }
@@ -98,9 +102,10 @@ Tensor Tensor::copy_to(Device device, bool non_blocking) const {
 Tensor Tensor::clone() const {
   STRATA_CHECK(defined(), InvalidArgumentError, "clone: the tensor is undefined");
   Tensor out = empty(shape(), TensorOptions(dtype()).device(device()));
-  out.copy_(*this);
+  detail::copy_values(out, *this);
   if (detail::needs_grad({this})) {
-    detail::record("clone", {this}, out, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+    detail::record(
+        "clone", {this}, out, [](const Tensor& g) { return std::vector<Tensor>{g}; }, detail::Saves::kNothing);
   }
   return out;
 }
@@ -130,20 +135,32 @@ bool detail::overlaps_elsewhere(const Tensor& self, const Tensor& other) {
 // read into a temporary first, as in-place binary ops do. A destination whose elements share memory among themselves
 // (an expanded tensor) has no meaningful result and is refused, as PyTorch refuses it.
 Tensor& Tensor::copy_(const Tensor& src) {
-  STRATA_CHECK(defined() && src.defined(), InvalidArgumentError, "copy_: the {} is undefined",
-               defined() ? "source" : "destination");
-  const TensorView out_view = view();
+  if (defined() && src.defined() && detail::records_in_place("copy_", *this, {&src})) {
+    // The gradient goes to src (summed over what was broadcast, in src's dtype); the old values get none.
+    Tensor result = src.to(dtype());
+    return detail::rebase_history("copy_", *this, result.shape() == shape() ? result : result.expand(shape()));
+  }
+  detail::copy_values(*this, src);
+  return *this;
+}
+
+void detail::copy_values(const Tensor& out, const Tensor& src) {
+  STRATA_CHECK(out.defined() && src.defined(), InvalidArgumentError, "copy_: the {} is undefined",
+               out.defined() ? "source" : "destination");
+  const TensorView out_view = out.view();
   const TensorView src_view = src.view();
   ops::check_same_device("copy_", {&out_view, &src_view});
-  if (numel() == 0) return *this;
-  detail::check_writable("copy_", *this);
-  if (detail::overlaps_elsewhere(*this, src)) {
+  if (out.numel() == 0) return;
+  detail::check_writable("copy_", out);
+  if (detail::overlaps_elsewhere(out, src)) {
     Tensor copy = empty(src.shape(), TensorOptions(src.dtype()).device(src.device()));
-    copy.copy_(src);
-    return copy_(copy);
+    copy_values(copy, src);
+    copy_values(out, copy);
+    return;
   }
-  copy_slot.get(device())(detail::op_call("copy_", device()), out_view, ops::broadcast_to("copy_", src_view, shape()));
-  return *this;
+  out.bump_version();
+  copy_slot.get(out.device())(detail::op_call("copy_", out.device()), out_view,
+                              ops::broadcast_to("copy_", src_view, out.shape()));
 }
 
 Tensor Tensor::pin_memory() const {
@@ -151,7 +168,7 @@ Tensor Tensor::pin_memory() const {
                device());
   if (is_pinned()) return *this;
   Tensor out = empty(shape(), TensorOptions(dtype()).pinned());
-  out.copy_(*this);
+  detail::copy_values(out, *this);
   return out;
 }
 
@@ -195,6 +212,48 @@ Scalar Tensor::item() const {
     std::memcpy(&value, host.data_ptr(), sizeof(T));
     return Scalar(value);
   });
+}
+
+Tensor& assign_view(Tensor& base, Tensor view, const Tensor& value) {
+  STRATA_CHECK(base.defined() && view.defined() && value.defined(), InvalidArgumentError,
+               "assignment: the {} is undefined", !base.defined() ? "tensor" : !view.defined() ? "view" : "value");
+  STRATA_CHECK(view.storage() == base.storage(), InvalidArgumentError,
+               "assignment: the view must be a view of the tensor it writes");
+  const bool recorded = grad_enabled() && (base.requires_grad() || value.requires_grad());
+  if (!recorded) {
+    view.copy_(value);
+    return base;
+  }
+  // Where the view lies in the base, as a view of the base's gradient: recorded for a contiguous base only, whose
+  // elements lie in the order of the gradient's.
+  STRATA_CHECK(base.is_contiguous(), InvalidArgumentError,
+               "assignment: autograd records t[...] = v only on a contiguous t (this one has shape {} and strides {}); "
+               "assign into t.contiguous() or use out-of-place ops",
+               base.shape(), base.strides());
+  const Shape view_shape = view.shape();
+  const Strides view_strides = view.strides();
+  const int64_t view_offset = view.offset() - base.offset();
+  view = Tensor();  // the view no longer shares base's memory, so records_in_place sees base's own
+  detail::records_in_place("assignment", base, {&value});
+  detail::copy_values(Tensor(base.storage(), base.dtype(), view_shape, view_strides, base.offset() + view_offset), value);
+  const auto region = [view_shape, view_strides, view_offset](const Tensor& g) {
+    return Tensor(g.storage(), g.dtype(), view_shape, view_strides, g.offset() + view_offset);
+  };
+  const bool value_wants_grad = value.requires_grad();
+  detail::record(
+      "assignment", {&base, &value}, base,
+      [region, value_wants_grad, value_shape = value.shape(), value_dtype = value.dtype()](const Tensor& g) {
+        Tensor g_base = g.is_contiguous() ? g.clone() : g.contiguous();  // a fresh gradient this node may write
+        Tensor g_value;
+        if (value_wants_grad) {
+          g_value = detail::sum_to(region(g_base).clone(), value_shape);
+          if (g_value.dtype() != value_dtype) g_value = g_value.to(value_dtype);
+        }
+        region(g_base).fill_(0);  // the old values there were overwritten: they get no gradient
+        return std::vector<Tensor>{g_base, g_value};
+      },
+      detail::Saves::kNothing);
+  return base;
 }
 
 }  // namespace strata

@@ -134,6 +134,7 @@ Tensor& binary_in_place(const char* op, const ops::KernelSlot<Fn>& slot, Tensor&
                self.dtype(), other.dtype(), self.dtype());
   detail::check_writable(op, self);
   if (self.numel() == 0) return self;
+  self.bump_version();
   Tensor holder;
   const Tensor& b = in_dtype(other, compute, holder);
   if (compute != self.dtype() || detail::overlaps_elsewhere(self, b)) {
@@ -169,6 +170,7 @@ Tensor& unary_in_place(const char* op, const ops::KernelSlot<Fn>& slot, Tensor& 
                "{}: the result dtype {} cannot be stored in self's dtype {}", op, compute, self.dtype());
   detail::check_writable(op, self);
   if (self.numel() == 0) return self;
+  self.bump_version();
   if (compute != self.dtype()) {
     self.copy_(unary(op, slot, self, compute, compute, extra...));
     return self;
@@ -204,18 +206,23 @@ using detail::grad_like;
 
 /// Records a binary op whose input gradients are g * da and g * db (each summed back to its input's shape).
 template <typename Fa, typename Fb>
-Tensor& record_binary(const char* op, const Tensor& a, const Tensor& b, Tensor& out, Fa da, Fb db) {
+Tensor& record_binary(const char* op, const Tensor& a, const Tensor& b, Tensor& out, Fa da, Fb db,
+                      detail::Saves saves = detail::Saves::kInputs) {
   const bool ra = a.requires_grad(), rb = b.requires_grad();
-  detail::record(op, {&a, &b}, out, [a, b, ra, rb, da, db](const Tensor& g) {
-    return std::vector<Tensor>{ra ? grad_like(da(g), a) : Tensor(), rb ? grad_like(db(g), b) : Tensor()};
-  });
+  detail::record(
+      op, {&a, &b}, out,
+      [a, b, ra, rb, da, db](const Tensor& g) {
+        return std::vector<Tensor>{ra ? grad_like(da(g), a) : Tensor(), rb ? grad_like(db(g), b) : Tensor()};
+      },
+      saves);
   return out;
 }
 
 /// Records a unary op whose input gradient is f(g).
 template <typename F>
-Tensor& record_unary(const char* op, const Tensor& a, Tensor& out, F f) {
-  detail::record(op, {&a}, out, [a, f](const Tensor& g) { return std::vector<Tensor>{grad_like(f(g), a)}; });
+Tensor& record_unary(const char* op, const Tensor& a, Tensor& out, F f, detail::Saves saves = detail::Saves::kInputs) {
+  detail::record(
+      op, {&a}, out, [a, f](const Tensor& g) { return std::vector<Tensor>{grad_like(f(g), a)}; }, saves);
   return out;
 }
 
@@ -244,7 +251,8 @@ Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   Tensor out = binary("add", add_slot, a, b, dtype, alpha);
   if (detail::needs_grad({&a, &b})) {
     record_binary("add", a, b, out, [](const Tensor& g) { return g; },
-                  [alpha](const Tensor& g) { return alpha.to_double() == 1.0 ? g : g * alpha; });
+                  [alpha](const Tensor& g) { return alpha.to_double() == 1.0 ? g : g * alpha; },
+                  detail::Saves::kNothing);
   }
   return out;
 }
@@ -257,7 +265,7 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   Tensor out = binary("sub", add_slot, a, b, dtype, negated(alpha));
   if (detail::needs_grad({&a, &b})) {
     record_binary("sub", a, b, out, [](const Tensor& g) { return g; },
-                  [alpha](const Tensor& g) { return g * Scalar(-alpha.to_double()); });
+                  [alpha](const Tensor& g) { return g * Scalar(-alpha.to_double()); }, detail::Saves::kNothing);
   }
   return out;
 }
@@ -324,7 +332,7 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 Tensor neg(const Tensor& a) {
   check_not_bool("neg", a.dtype(), "; use logical_not() to invert a mask");
   Tensor out = unary("neg", neg_slot, a, a.dtype(), a.dtype());
-  if (detail::needs_grad({&a})) record_unary("neg", a, out, [](const Tensor& g) { return -g; });
+  if (detail::needs_grad({&a})) record_unary("neg", a, out, [](const Tensor& g) { return -g; }, detail::Saves::kNothing);
   return out;
 }
 
@@ -344,7 +352,7 @@ Tensor abs(const Tensor& a) {
     if (detail::needs_grad({&a})) record_unary(#name, a, out, [a, out](const Tensor& g) { \
         (void)a;                                                                                \
         return derivative;                                                                      \
-      });                                                                                       \
+      }, detail::Saves::kInputsAndOutput);                                                      \
     return out;                                                                                 \
   }
 STRATA_FLOATING_UNARY(exp, g * out)
@@ -377,7 +385,9 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> m
   Tensor out = unary("clamp", clamp_slot, a, dtype, dtype, min, max);
   if (detail::needs_grad({&a})) {
     // The gradient passes where clamping left the value unchanged (bounds included, as PyTorch).
-    record_unary("clamp", a, out, [a, out](const Tensor& g) { return where(eq(out, a), g, zero_of(g)); });
+    record_unary(
+        "clamp", a, out, [a, out](const Tensor& g) { return where(eq(out, a), g, zero_of(g)); },
+        detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -440,17 +450,22 @@ Tensor logical_not(const Tensor& a) { return unary("logical_not", not_slot, a, a
 
 // --- in place ---
 
-// In-place ops are not recorded: Note [In-place ops and autograd] (tensor/autograd_support.h).
+// Recorded by rebasing the tensor's history: Note [In-place ops and autograd] (tensor/autograd_support.h). add and
+// sub do not read self's values in their derivative, so they take self itself; the others take a copy of it.
 
 Tensor& add_(Tensor& self, const Tensor& other, const Scalar& alpha) {
-  detail::check_in_place("add_", self);
+  if (detail::records_in_place("add_", self, {&other})) {
+    return detail::rebase_history("add_", self, add(self, other, alpha));
+  }
   const DType dtype = promote_types(self.dtype(), other.dtype());
   check_alpha("add_", dtype, alpha);
   return binary_in_place("add_", add_slot, self, other, dtype, alpha);
 }
 
 Tensor& sub_(Tensor& self, const Tensor& other, const Scalar& alpha) {
-  detail::check_in_place("sub_", self);
+  if (detail::records_in_place("sub_", self, {&other})) {
+    return detail::rebase_history("sub_", self, sub(self, other, alpha));
+  }
   check_not_bool("sub_", self.dtype(), kSubBoolHint);
   check_not_bool("sub_", other.dtype(), kSubBoolHint);
   const DType dtype = promote_types(self.dtype(), other.dtype());
@@ -459,23 +474,29 @@ Tensor& sub_(Tensor& self, const Tensor& other, const Scalar& alpha) {
 }
 
 Tensor& mul_(Tensor& self, const Tensor& other) {
-  detail::check_in_place("mul_", self);
+  if (detail::records_in_place("mul_", self, {&other})) {
+    return detail::rebase_history("mul_", self, mul(self.clone(), other));
+  }
   return binary_in_place("mul_", mul_slot, self, other, promote_types(self.dtype(), other.dtype()));
 }
 
 Tensor& div_(Tensor& self, const Tensor& other) {
-  detail::check_in_place("div_", self);
+  if (detail::records_in_place("div_", self, {&other})) {
+    return detail::rebase_history("div_", self, div(self.clone(), other));
+  }
   return binary_in_place("div_", div_slot, self, other, floating_type(promote_types(self.dtype(), other.dtype())));
 }
 
 Tensor& relu_(Tensor& self) {
-  detail::check_in_place("relu_", self);
+  if (detail::records_in_place("relu_", self, {})) return detail::rebase_history("relu_", self, relu(self.clone()));
   check_not_bool("relu_", self.dtype(), "");
   return unary_in_place("relu_", relu_slot, self, self.dtype());
 }
 
 Tensor& clamp_(Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max) {
-  detail::check_in_place("clamp_", self);
+  if (detail::records_in_place("clamp_", self, {})) {
+    return detail::rebase_history("clamp_", self, clamp(self.clone(), min, max));
+  }
   return unary_in_place("clamp_", clamp_slot, self, clamp_type("clamp_", self, min, max), min, max);
 }
 
@@ -484,7 +505,7 @@ Tensor& clamp_(Tensor& self, std::optional<Scalar> min, std::optional<Scalar> ma
 Tensor operator+(const Tensor& a, const Scalar& b) {
   const DType dtype = result_type(a.dtype(), b);
   Tensor out = unary("add", add_scalar_slot, a, dtype, dtype, b);
-  if (detail::needs_grad({&a})) record_unary("add", a, out, [](const Tensor& g) { return g; });
+  if (detail::needs_grad({&a})) record_unary("add", a, out, [](const Tensor& g) { return g; }, detail::Saves::kNothing);
   return out;
 }
 
@@ -493,21 +514,21 @@ Tensor operator-(const Tensor& a, const Scalar& b) {
   check_not_bool("sub", b.default_dtype(), kSubBoolHint);
   const DType dtype = result_type(a.dtype(), b);
   Tensor out = unary("sub", add_scalar_slot, a, dtype, dtype, negated(b));
-  if (detail::needs_grad({&a})) record_unary("sub", a, out, [](const Tensor& g) { return g; });
+  if (detail::needs_grad({&a})) record_unary("sub", a, out, [](const Tensor& g) { return g; }, detail::Saves::kNothing);
   return out;
 }
 
 Tensor operator*(const Tensor& a, const Scalar& b) {
   const DType dtype = result_type(a.dtype(), b);
   Tensor out = unary("mul", mul_scalar_slot, a, dtype, dtype, b);
-  if (detail::needs_grad({&a})) record_unary("mul", a, out, [b](const Tensor& g) { return g * b; });
+  if (detail::needs_grad({&a})) record_unary("mul", a, out, [b](const Tensor& g) { return g * b; }, detail::Saves::kNothing);
   return out;
 }
 
 Tensor operator/(const Tensor& a, const Scalar& b) {
   const DType dtype = floating_type(result_type(a.dtype(), b));
   Tensor out = unary("div", div_scalar_slot, a, dtype, dtype, b);
-  if (detail::needs_grad({&a})) record_unary("div", a, out, [b](const Tensor& g) { return g / b; });
+  if (detail::needs_grad({&a})) record_unary("div", a, out, [b](const Tensor& g) { return g / b; }, detail::Saves::kNothing);
   return out;
 }
 
@@ -519,7 +540,7 @@ Tensor operator-(const Scalar& a, const Tensor& b) {
   check_not_bool("sub", a.default_dtype(), kSubBoolHint);
   const DType dtype = result_type(b.dtype(), a);
   Tensor out = unary("sub", rsub_scalar_slot, b, dtype, dtype, a);
-  if (detail::needs_grad({&b})) record_unary("rsub", b, out, [](const Tensor& g) { return -g; });
+  if (detail::needs_grad({&b})) record_unary("rsub", b, out, [](const Tensor& g) { return -g; }, detail::Saves::kNothing);
   return out;
 }
 
@@ -527,7 +548,7 @@ Tensor operator/(const Scalar& a, const Tensor& b) {
   const DType dtype = floating_type(result_type(b.dtype(), a));
   Tensor out = unary("div", rdiv_scalar_slot, b, dtype, dtype, a);
   if (detail::needs_grad({&b})) {
-    record_unary("rdiv", b, out, [b, out](const Tensor& g) { return -(g * out / b); });
+    record_unary("rdiv", b, out, [b, out](const Tensor& g) { return -(g * out / b); }, detail::Saves::kInputsAndOutput);
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include "strata/runtime/pinned.h"
 #include "strata/runtime/registry.h"
 #include "strata/runtime/thread_cache.h"
+#include "strata/tensor/autograd_support.h"
 #include "strata/tensor/op_call.h"
 #include "strata/tensor/op_checks.h"
 
@@ -80,7 +81,11 @@ void check_fits(const char* op, const Scalar& value, DType dtype) {
 Tensor& Tensor::fill_(const Scalar& value) {
   STRATA_CHECK(defined(), InvalidArgumentError, "fill_: the tensor is undefined");
   check_fits("fill_", value, dtype());
+  if (detail::records_in_place("fill_", *this, {})) {
+    return detail::rebase_history("fill_", *this, full(shape(), value, TensorOptions(dtype()).device(device())));
+  }
   if (numel() == 0) return *this;
+  bump_version();
   fill_slot.get(device())(detail::op_call("fill", device()), view(), value);
   return *this;
 }

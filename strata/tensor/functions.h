@@ -48,6 +48,9 @@ Tensor& mul_(Tensor& self, const Tensor& other);
 Tensor& div_(Tensor& self, const Tensor& other);
 Tensor& relu_(Tensor& self);
 Tensor& clamp_(Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max);
+/// Python's base[index] = value: copies `value` into `view`, a view of `base`, and when autograd records it, makes
+/// base's history that of the write (Note [In-place ops and autograd]). Returns base.
+Tensor& assign_view(Tensor& base, Tensor view, const Tensor& value);
 
 // --- reductions over dims (empty dims = all); keepdim keeps them as size 1 (tensor/reduce.cpp) ---
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims = {}, bool keepdim = false);

@@ -26,13 +26,25 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs) {
 
 void set_record_fn(RecordFn fn) { record_fn.store(fn); }
 
-void record(const char* op, std::initializer_list<const Tensor*> inputs, Tensor& output, BackwardFn backward) {
+namespace {
+RecordFn installed_record_fn(const char* op) {
   RecordFn fn = record_fn.load();
   STRATA_CHECK(fn != nullptr, NotImplementedError, "{}: autograd is not available in this build", op);
+  return fn;
+}
+}  // namespace
+
+void record(const char* op, std::initializer_list<const Tensor*> inputs, Tensor& output, BackwardFn backward,
+            Saves saves) {
   std::vector<Tensor> parents;
   parents.reserve(inputs.size());
   for (const Tensor* t : inputs) parents.push_back(*t);
-  fn(op, parents, output, std::move(backward));
+  installed_record_fn(op)(op, parents, output, std::move(backward), saves);
+}
+
+void record_list(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward,
+                 Saves saves) {
+  installed_record_fn(op)(op, inputs, output, std::move(backward), saves);
 }
 
 }  // namespace detail

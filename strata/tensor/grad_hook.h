@@ -27,11 +27,31 @@ namespace detail {
 /// True when grad mode is on and one of `inputs` requires grad.
 bool needs_grad(std::initializer_list<const Tensor*> inputs);
 
-using RecordFn = void (*)(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward);
+// Note [Version counters]
+// Every in-place write bumps the version of the memory it writes (Storage::version, shared by all views of it). An op
+// whose derivative reads the values of its inputs (or of its output) says so when it records; the graph node keeps
+// their versions, and backward refuses to run it when one has changed since, as PyTorch refuses ("modified by an
+// inplace operation"), instead of computing a gradient from values the forward pass never saw.
+
+/// Which values an op's derivative reads, so that backward can check they were not written in place since.
+enum class Saves {
+  kInputs,           // the derivative reads its inputs' values (products, exp, relu, conv...): the safe default
+  kInputsAndOutput,  // ...and its output's (clamp's mask)
+  kOutput,           // its output's only (exp, softmax)
+  kNothing,          // shapes only: add, sub, views, copies, sums
+};
+
+using RecordFn = void (*)(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward,
+                          Saves saves);
 /// Installed by the autograd layer.
 void set_record_fn(RecordFn fn);
-/// Makes `output` a node of the graph with `inputs` as its parents.
-void record(const char* op, std::initializer_list<const Tensor*> inputs, Tensor& output, BackwardFn backward);
+/// Makes `output` a node of the graph with `inputs` as its parents. `output` may be one of `inputs` (an in-place op
+/// rebasing a tensor's history): the edges are taken before the output's history is replaced.
+void record(const char* op, std::initializer_list<const Tensor*> inputs, Tensor& output, BackwardFn backward,
+            Saves saves = Saves::kInputs);
+/// detail::record for a list of inputs of any length.
+void record_list(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward,
+                 Saves saves = Saves::kInputs);
 
 }  // namespace detail
 }  // namespace strata

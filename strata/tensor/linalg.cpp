@@ -12,6 +12,7 @@
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/op_call.h"
+#include "strata/tensor/op_checks.h"
 
 namespace strata {
 
@@ -158,7 +159,7 @@ Tensor product(const char* op, const Tensor& a, const Tensor& b, double alpha, d
   if (b.dim() > 1) out_shape.push_back(ob.cols);
 
   Tensor out = empty(out_shape, TensorOptions(a.dtype()).device(a.device()));
-  if (bias != nullptr && beta != 0.0) out.copy_(*bias);
+  if (bias != nullptr && beta != 0.0) detail::copy_values(out, *bias);
   if (out.numel() == 0) return out;
   if (oa.cols == 0) {
     // A sum of nothing: beta * bias, or zeros (backends only see k >= 1, see Note [One batched GEMM]).

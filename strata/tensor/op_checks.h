@@ -10,6 +10,10 @@
 
 namespace strata::detail {
 
+/// Copies src's values into out (broadcast, converted): Tensor::copy_ without autograd, for ops that fill their own
+/// new outputs and record their own derivative.
+void copy_values(const Tensor& out, const Tensor& src);
+
 /// In-place ops write self, so self must not have elements that share memory (an expanded tensor).
 void check_writable(const char* op, const Tensor& self);
 

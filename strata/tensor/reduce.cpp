@@ -153,9 +153,13 @@ Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   const DType out = is_integral(a.dtype()) ? DType::I64 : a.dtype();  // as PyTorch: integers and bool sum to i64
   Tensor result = reduce(op, a, reduced_mask(op, a, dims), keepdim, out, params_of(ReduceOp::Sum), false);
   if (detail::needs_grad({&a})) {
-    detail::record(op, {&a}, result, [a, dims, keepdim](const Tensor& g) {
-      return std::vector<Tensor>{detail::grad_like(unreduce(g, a.shape(), dims, keepdim), a)};
-    });
+    detail::record(
+        op, {&a}, result,
+        [shape = a.shape(), dtype = a.dtype(), dims, keepdim](const Tensor& g) {
+          Tensor spread = unreduce(g, shape, dims, keepdim);
+          return std::vector<Tensor>{spread.dtype() == dtype ? spread : spread.to(dtype)};
+        },
+        detail::Saves::kNothing);
   }
   return result;
 }
@@ -166,9 +170,12 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   Tensor out = reduce(op, a, reduced_mask(op, a, dims), keepdim, a.dtype(), params_of(ReduceOp::Mean), false);
   if (detail::needs_grad({&a})) {
     const auto count = static_cast<double>(reduced_count(op, a, dims));
-    detail::record(op, {&a}, out, [a, dims, keepdim, count](const Tensor& g) {
-      return std::vector<Tensor>{unreduce(g, a.shape(), dims, keepdim) / count};
-    });
+    detail::record(
+        op, {&a}, out,
+        [shape = a.shape(), dims, keepdim, count](const Tensor& g) {
+          return std::vector<Tensor>{unreduce(g, shape, dims, keepdim) / count};
+        },
+        detail::Saves::kNothing);
   }
   return out;
 }
@@ -178,7 +185,7 @@ Tensor max(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   if (detail::needs_grad({&a})) {
     detail::record("max", {&a}, out, [a, out, dims, keepdim](const Tensor& g) {
       return std::vector<Tensor>{extremum_grad(g, a, out, dims, keepdim)};
-    });
+    }, detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -188,7 +195,7 @@ Tensor min(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   if (detail::needs_grad({&a})) {
     detail::record("min", {&a}, out, [a, out, dims, keepdim](const Tensor& g) {
       return std::vector<Tensor>{extremum_grad(g, a, out, dims, keepdim)};
-    });
+    }, detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -237,7 +244,7 @@ Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool ke
       Tensor d = p == 2.0 ? a / safe_n : a * pow(abs(a), p - 2.0) / pow(safe_n, p - 1.0);
       if (p != 2.0) d = where(eq(a, zero), zero, d);  // |x|^(p-2) is infinite at 0 for p < 2
       return std::vector<Tensor>{where(eq(n, zero), zero, unreduce(g, a.shape(), dims, keepdim) * d)};
-    });
+    }, detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -251,7 +258,7 @@ Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim
     detail::record(op, {&x}, out, [x, out, dims, keepdim](const Tensor& g) {
       return std::vector<Tensor>{unreduce(g, x.shape(), dims, keepdim) *
                                  exp(x - unreduce(out, x.shape(), dims, keepdim))};
-    });
+    }, detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -263,7 +270,7 @@ Tensor softmax(const Tensor& a, int64_t dim) {
     detail::record("softmax", {&a}, out, [out, dims](const Tensor& g) {
       const Tensor go = g * out;
       return std::vector<Tensor>{go - out * sum(go, dims, /*keepdim=*/true)};
-    });
+    }, detail::Saves::kOutput);
   }
   return out;
 }
@@ -274,7 +281,7 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
     const std::vector<int64_t> dims{a.dim() == 0 ? 0 : dim};
     detail::record("log_softmax", {&a}, out, [out, dims](const Tensor& g) {
       return std::vector<Tensor>{g - exp(out) * sum(g, dims, /*keepdim=*/true)};
-    });
+    }, detail::Saves::kOutput);
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -25,6 +26,8 @@ struct Storage {
   std::size_t nbytes = 0;
   Device device{};
   bool pinned = false;  // page-locked host memory (see TensorOptions::pinned)
+  /// Bumped by every in-place write to this memory, whichever view makes it (Note [Version counters]).
+  std::atomic<uint64_t> version{0};
 };
 
 struct AutogradMeta;  // defined by the autograd layer (autograd/node.h)
@@ -63,6 +66,12 @@ class Tensor {
   bool is_contiguous() const;
   const std::shared_ptr<Storage>& storage() const { return impl_ ? impl_->storage : kNoStorage; }
   bool shares_storage(const Tensor& other) const { return defined() && storage() == other.storage(); }
+  /// How many in-place writes this tensor's memory has had, through any view (Note [Version counters]).
+  uint64_t version() const { return impl_ ? impl_->storage->version.load(std::memory_order_relaxed) : 0; }
+  /// Called by every op that writes this tensor's memory in place.
+  void bump_version() const {
+    if (impl_) impl_->storage->version.fetch_add(1, std::memory_order_relaxed);
+  }
   /// True when both handles are the same tensor (not merely the same data).
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   /// True when this is the only handle to the tensor and no other tensor shares its storage: nobody else can see a

@@ -10,6 +10,7 @@
 #include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
+#include "strata/tensor/op_checks.h"
 
 namespace strata {
 
@@ -98,8 +99,10 @@ std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_s
 template <typename F>
 Tensor recorded(const char* op, const Tensor& self, Tensor out, F f) {
   if (detail::needs_grad({&self})) {
-    detail::record(op, {&self}, out,
-                   [f, in_shape = self.shape()](const Tensor& g) { return std::vector<Tensor>{f(g, in_shape)}; });
+    detail::record(
+        op, {&self}, out,
+        [f, in_shape = self.shape()](const Tensor& g) { return std::vector<Tensor>{f(g, in_shape)}; },
+        detail::Saves::kNothing);
   }
   return out;
 }
@@ -183,8 +186,9 @@ Tensor Tensor::permute(const Shape& dims) const {
     for (std::size_t i = 0; i < dims.size(); ++i) {
       inverse[static_cast<std::size_t>(wrap_dim(dims[i], dim(), "permute"))] = static_cast<int64_t>(i);
     }
-    detail::record("permute", {this}, out,
-                   [inverse](const Tensor& g) { return std::vector<Tensor>{g.permute(inverse)}; });
+    detail::record(
+        "permute", {this}, out, [inverse](const Tensor& g) { return std::vector<Tensor>{g.permute(inverse)}; },
+        detail::Saves::kNothing);
   }
   return out;
 }
@@ -363,39 +367,45 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     STRATA_CHECK(!__builtin_add_overflow(out_shape[dim], t.size(dim), &out_shape[dim]), ShapeError,
                  "cat: the sizes in dimension {} add up to more than a 64-bit count holds", dim);
   }
-  // Note [Gradient of cat]: a list longer than detail::record_list takes is joined in groups, each recorded.
-  constexpr std::size_t kMaxRecorded = 8;
-  if (tensors.size() > kMaxRecorded && detail::needs_grad_list(tensors)) {
-    std::vector<Tensor> groups;
-    for (std::size_t i = 0; i < tensors.size(); i += kMaxRecorded) {
-      const auto end = std::min(tensors.size(), i + kMaxRecorded);
-      groups.push_back(cat(std::vector<Tensor>(tensors.begin() + static_cast<std::ptrdiff_t>(i),
-                                               tensors.begin() + static_cast<std::ptrdiff_t>(end)),
-                           dim));
-    }
-    return cat(groups, dim);
-  }
   Tensor out = empty(out_shape, TensorOptions(dtype).device(device));
   int64_t at = 0;
   for (const Tensor& t : tensors) {
     if ((t.dim() == 1 && t.numel() == 0) || t.size(dim) == 0) continue;
-    out.narrow(dim, at, t.size(dim)).copy_(t);
+    detail::copy_values(out.narrow(dim, at, t.size(dim)), t);
     at += t.size(dim);
   }
   if (detail::needs_grad_list(tensors)) {
-    // Each input gets its slice of the gradient along dim (skipped empty 1-D inputs get none).
-    std::vector<Tensor> inputs(tensors);
-    detail::record_list("cat", inputs, out, [inputs, dim](const Tensor& g) {
-      std::vector<Tensor> grads(inputs.size());
-      int64_t offset = 0;
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const Tensor& t = inputs[i];
-        if (t.dim() == 1 && t.numel() == 0) continue;
-        if (t.requires_grad()) grads[i] = detail::grad_like(g.narrow(dim, offset, t.size(dim)), t);
-        offset += t.size(dim);
-      }
-      return grads;
-    });
+    // Each input gets its slice of the gradient along dim (skipped empty 1-D inputs get none). Only the sizes are
+    // kept: the inputs' values are not needed, so holding them would only keep their memory alive.
+    struct Part {
+      int64_t size;  // along dim; -1 for a skipped empty 1-D input
+      Shape shape;
+      DType dtype;
+      bool wants_grad;
+    };
+    std::vector<Part> parts;
+    parts.reserve(tensors.size());
+    for (const Tensor& t : tensors) {
+      const bool skipped = t.dim() == 1 && t.numel() == 0;
+      parts.push_back({skipped ? -1 : t.size(dim), t.shape(), t.dtype(), t.requires_grad()});
+    }
+    detail::record_list(
+        "cat", tensors, out,
+        [parts = std::move(parts), dim](const Tensor& g) {
+          std::vector<Tensor> grads(parts.size());
+          int64_t offset = 0;
+          for (std::size_t i = 0; i < parts.size(); ++i) {
+            const Part& p = parts[i];
+            if (p.size < 0) continue;
+            if (p.wants_grad) {
+              Tensor slice = detail::sum_to(g.narrow(dim, offset, p.size), p.shape);
+              grads[i] = slice.dtype() == p.dtype ? slice : slice.to(p.dtype);
+            }
+            offset += p.size;
+          }
+          return grads;
+        },
+        detail::Saves::kNothing);
   }
   return out;
 }

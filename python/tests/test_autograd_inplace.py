@@ -1,0 +1,141 @@
+"""Autograd with in-place writes, deep graphs and threads, as PyTorch behaves (issues 37 and 38: each test here
+crashed or gave a wrong gradient before)."""
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+import strata
+
+
+def run_isolated(code, timeout=240):
+    """Runs `code` in a fresh interpreter: a crash there fails the test instead of ending the suite."""
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def test_dropping_a_deep_running_loss_does_not_crash():
+    out = run_isolated("""
+        import strata
+        w = strata.ones(1, requires_grad=True)
+        total = 0.0
+        for _ in range(60000):
+            total = total + (w * 2).sum()
+        total = 0.0
+        print("released")
+    """)
+    assert "released" in out
+
+
+def test_backward_through_a_300000_op_chain_and_exit():
+    out = run_isolated("""
+        import strata
+        w = strata.ones(1, requires_grad=True)
+        t = w
+        for _ in range(300000):
+            t = t * 1.0
+        t.sum().backward()
+        print(w.grad.item())
+    """)
+    assert out.split()[-1] == "1.0"
+
+
+def test_item_assignment_is_recorded():
+    w = strata.ones(2, requires_grad=True)
+    h = strata.zeros(2)
+    h[0] = (w * 3).sum()
+    assert h.requires_grad and not h.is_leaf
+    h.sum().backward()
+    assert w.grad.tolist() == [3.0, 3.0]
+
+
+def test_item_assignment_of_a_number_gives_the_overwritten_element_no_gradient():
+    w = strata.ones(3, requires_grad=True)
+    a = w * 2
+    a[1] = 7.0
+    a.sum().backward()
+    assert w.grad.tolist() == [2.0, 0.0, 2.0]
+
+
+def test_writing_a_value_that_backward_needs_raises():
+    v = strata.ones(2, requires_grad=True)
+    a = v * 2
+    b = (a * a).sum()
+    a[0] = 100.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.backward()
+
+
+@pytest.mark.parametrize("write", ["mul_", "step"])
+def test_parameters_changed_between_forward_and_backward_raise(write):
+    p = strata.nn.Parameter(strata.ones(3))
+    x = strata.tensor([1.0, 2.0, 3.0])
+    loss = (p * x).sum()
+    if write == "mul_":
+        with strata.no_grad():
+            p.mul_(10)
+    else:
+        p.grad = strata.ones(3)
+        strata.optim.SGD([p], lr=0.1).step()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+@pytest.mark.parametrize("op", [lambda w: w.add_(1), lambda w: w.zero_(), lambda w: w.fill_(2),
+                                lambda w: w.copy_(strata.zeros(2)), lambda w: w.__setitem__(0, 5.0)])
+def test_in_place_on_a_leaf_that_requires_grad_raises_outside_no_grad(op):
+    w = strata.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        op(w)
+    with strata.no_grad():
+        op(w)
+
+
+def test_in_place_on_a_non_leaf_is_recorded():
+    w = strata.tensor([1.0, -2.0], requires_grad=True)
+    a = w * 3
+    a.mul_(2)
+    a.add_(1)
+    (a * a).sum().backward()  # d/dw (6w + 1)^2 = 12 (6w + 1)
+    assert w.grad.tolist() == [84.0, -132.0]
+
+
+def test_threads_sharing_a_parameter_sum_their_gradients():
+    w = strata.ones(64, 8, requires_grad=True)
+    x = strata.ones(16, 64)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(50):
+                (x @ w).sum().backward()
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors
+    assert w.grad.tolist() == [[16.0 * 4 * 50] * 8] * 64
+
+
+def test_clearing_grad_while_other_threads_run_backward_does_not_crash():
+    out = run_isolated("""
+        import threading, strata
+        w = strata.ones(1000, requires_grad=True)
+        def work():
+            for _ in range(2000):
+                w.grad = None
+                (w * 2).sum().backward()
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        print("done")
+    """)
+    assert "done" in out
