@@ -43,7 +43,10 @@ py::dict to_dict(const nn::StateDict& state) {
 
 nn::StateDict from_dict(const py::dict& d) {
   nn::StateDict state;
-  for (auto [k, v] : d) state.insert(k.cast<std::string>(), v.cast<Tensor>());
+  for (auto [k, v] : d) {
+    const std::string key = py::str(k);
+    state.insert(key, to_tensor(v, fmt::format("state_dict['{}']", key).c_str()));
+  }
   return state;
 }
 
@@ -51,9 +54,14 @@ nn::StateDict from_dict(const py::dict& d) {
 std::vector<optim::ParamGroup> to_groups(py::iterable params) {
   std::vector<optim::ParamGroup> groups;
   std::vector<Tensor> loose;
+  // Iterating a tensor would give its rows, views that no optimizer can update: PyTorch refuses it too.
+  if (py::isinstance<Tensor>(params)) {
+    throw TypeError("params must be an iterable of tensors or of dicts (parameter groups), not a Tensor; pass "
+                    "[tensor] or model.parameters()");
+  }
   for (py::handle p : params) {
     if (!py::isinstance<py::dict>(p)) {
-      loose.push_back(p.cast<Tensor>());
+      loose.push_back(to_tensor(p, "params: each element"));
       continue;
     }
     optim::ParamGroup group;
@@ -89,6 +97,7 @@ void register_layers(py::module_& nn_) {
       .def("named_parameters", &Module::named_parameters, py::arg("recurse") = true)
       .def("named_buffers", &Module::named_buffers, py::arg("recurse") = true)
       .def("train", &Module::train, py::arg("mode") = true)
+      .def("replace_parameter", &Module::replace_parameter, py::arg("name"), py::arg("value"))
       .def_property_readonly("training", &Module::is_training)
       .def_property_readonly("type_name", &Module::type_name);
   py::class_<nn::Layer, Module, std::shared_ptr<nn::Layer>>(nn_, "CppLayer")
@@ -143,7 +152,7 @@ void register_layers(py::module_& nn_) {
            py::arg("track_running_stats") = true, py::arg("dtype") = py::none(), py::arg("device") = py::none());
   py::class_<LayerNorm, Layer, std::shared_ptr<LayerNorm>>(nn_, "LayerNorm")
       .def(py::init([](py::object shape, double eps, bool affine, py::object dtype, py::object device) {
-             LayerNormOptions o(to_shape(shape));
+             LayerNormOptions o(to_sizes(shape, "LayerNorm(): normalized_shape"));
              o.eps(eps).elementwise_affine(affine);
              o.tensor_options_ = layer_options(dtype, device);
              return std::make_shared<LayerNorm>(o);
@@ -259,13 +268,63 @@ void register_functional(py::module_& f) {
       py::arg("input"), py::arg("target"), py::arg("reduction") = "mean");
 }
 
+nn::init::FanMode to_fan_mode(const std::string& mode) {
+  if (mode == "fan_in") return nn::init::FanMode::FanIn;
+  if (mode == "fan_out") return nn::init::FanMode::FanOut;
+  throw py::value_error("mode must be 'fan_in' or 'fan_out', got '" + mode + "'");
+}
+
+nn::init::Nonlinearity to_nonlinearity(const std::string& name) {
+  using N = nn::init::Nonlinearity;
+  static const std::pair<const char*, N> names[] = {
+      {"linear", N::Linear}, {"conv1d", N::Conv},    {"conv2d", N::Conv}, {"conv3d", N::Conv},
+      {"sigmoid", N::Sigmoid}, {"tanh", N::Tanh},    {"relu", N::ReLU},   {"leaky_relu", N::LeakyReLU},
+      {"selu", N::SELU},     {"conv_transpose1d", N::Conv}, {"conv_transpose2d", N::Conv}};
+  for (const auto& [n, v] : names) {
+    if (name == n) return v;
+  }
+  throw py::value_error("unsupported nonlinearity '" + name +
+                        "': one of linear, conv1d, conv2d, conv3d, sigmoid, tanh, relu, leaky_relu, selu");
+}
+
+/// torch.nn.init, over strata/nn/init.h; strata.nn.init adds PyTorch's argument checks and trunc_normal_.
+void register_init(py::module_& i) {
+  namespace init = nn::init;
+  i.def("uniform_", &init::uniform_, py::arg("tensor"), py::arg("a") = 0.0, py::arg("b") = 1.0);
+  i.def("normal_", &init::normal_, py::arg("tensor"), py::arg("mean") = 0.0, py::arg("std") = 1.0);
+  i.def("constant_", &init::constant_, py::arg("tensor"), py::arg("val"));
+  i.def("zeros_", &init::zeros_, py::arg("tensor"));
+  i.def("ones_", &init::ones_, py::arg("tensor"));
+  i.def("xavier_uniform_", &init::xavier_uniform_, py::arg("tensor"), py::arg("gain") = 1.0);
+  i.def("xavier_normal_", &init::xavier_normal_, py::arg("tensor"), py::arg("gain") = 1.0);
+  i.def(
+      "kaiming_uniform_",
+      [](Tensor t, double a, const std::string& mode, const std::string& nonlinearity) {
+        return init::kaiming_uniform_(t, a, to_fan_mode(mode), to_nonlinearity(nonlinearity));
+      },
+      py::arg("tensor"), py::arg("a") = 0.0, py::arg("mode") = "fan_in", py::arg("nonlinearity") = "leaky_relu");
+  i.def(
+      "kaiming_normal_",
+      [](Tensor t, double a, const std::string& mode, const std::string& nonlinearity) {
+        return init::kaiming_normal_(t, a, to_fan_mode(mode), to_nonlinearity(nonlinearity));
+      },
+      py::arg("tensor"), py::arg("a") = 0.0, py::arg("mode") = "fan_in", py::arg("nonlinearity") = "leaky_relu");
+  i.def(
+      "calculate_gain",
+      [](const std::string& nonlinearity, std::optional<double> param) {
+        return init::calculate_gain(to_nonlinearity(nonlinearity), param.value_or(0.01));
+      },
+      py::arg("nonlinearity"), py::arg("param") = py::none());
+  i.def("_calculate_fan_in_and_fan_out", &init::calculate_fan_in_and_fan_out, py::arg("tensor"));
+}
+
 /// torch.nn.utils's gradient clipping.
 void register_utils(py::module_& u) {
   u.def(
       "clip_grad_norm_",
       [](py::iterable params, double max_norm, double norm_type) {
         std::vector<Tensor> ps;
-        for (py::handle p : params) ps.push_back(p.cast<Tensor>());
+        for (py::handle p : params) ps.push_back(to_tensor(p, "parameters: each element"));
         return without_gil([&] { return nn::utils::clip_grad_norm_(ps, max_norm, norm_type); });
       },
       py::arg("parameters"), py::arg("max_norm"), py::arg("norm_type") = 2.0);
@@ -273,10 +332,65 @@ void register_utils(py::module_& u) {
       "clip_grad_value_",
       [](py::iterable params, double clip_value) {
         std::vector<Tensor> ps;
-        for (py::handle p : params) ps.push_back(p.cast<Tensor>());
+        for (py::handle p : params) ps.push_back(to_tensor(p, "parameters: each element"));
         without_gil([&] { nn::utils::clip_grad_value_(ps, clip_value); });
       },
       py::arg("parameters"), py::arg("clip_value"));
+}
+
+/// An optimizer written in Python (strata.optim's RMSprop, Adagrad): the C++ base keeps its parameter groups and
+/// per-parameter state, so zero_grad, param_groups, add_param_group, state_dict and the C++ schedulers work on it
+/// as on SGD; the subclass's step() does the update.
+class PythonOptimizer : public optim::Optimizer {
+ public:
+  PythonOptimizer(std::string name, std::vector<optim::ParamGroup> groups, double lr,
+                  std::vector<std::string> state_names, bool counts_steps)
+      : Optimizer(std::move(name), std::move(groups), lr),
+        state_names_(std::move(state_names)),
+        counts_steps_(counts_steps) {}
+  void step() override { PYBIND11_OVERRIDE_PURE(void, Optimizer, step, ); }
+  std::vector<std::string> state_names() const override { return state_names_; }
+  bool counts_steps() const override { return counts_steps_; }
+  using Optimizer::state_for;
+
+ private:
+  std::vector<std::string> state_names_;
+  bool counts_steps_;
+};
+
+void register_python_optimizer(py::module_& o) {
+  py::class_<PythonOptimizer, optim::Optimizer, std::shared_ptr<PythonOptimizer>>(
+      o, "PythonOptimizer", "Base of the optimizers written in Python; subclasses define step().")
+      .def(py::init([](py::iterable params, double lr, std::string name, std::vector<std::string> state_names,
+                       bool counts_steps) {
+             return std::make_shared<PythonOptimizer>(std::move(name), to_groups(params), lr, std::move(state_names),
+                                                      counts_steps);
+           }),
+           py::arg("params"), py::arg("lr"), py::arg("name"), py::arg("state_names"), py::arg("counts_steps"))
+      .def(
+          "_state",
+          [](PythonOptimizer& opt, std::size_t i) {
+            STRATA_CHECK(i < opt.params().size(), IndexError, "{}: no parameter {}", opt.name(), i);
+            optim::ParamState& s = opt.state_for(i);
+            py::dict tensors;
+            for (const auto& [name, t] : s.tensors) tensors[py::str(name)] = t;
+            return py::make_tuple(tensors, s.step);
+          },
+          py::arg("index"), "(tensors by name, step count) of parameter `index`, on its device.")
+      .def(
+          "_set_state",
+          [](PythonOptimizer& opt, std::size_t i, const std::string& name, const Tensor& t) {
+            STRATA_CHECK(i < opt.params().size(), IndexError, "{}: no parameter {}", opt.name(), i);
+            opt.state_for(i).tensors[name] = t;
+          },
+          py::arg("index"), py::arg("name"), py::arg("tensor"))
+      .def(
+          "_set_step",
+          [](PythonOptimizer& opt, std::size_t i, int64_t step) {
+            STRATA_CHECK(i < opt.params().size(), IndexError, "{}: no parameter {}", opt.name(), i);
+            opt.state_for(i).step = step;
+          },
+          py::arg("index"), py::arg("step"));
 }
 
 void register_optim(py::module_& o) {
@@ -346,6 +460,7 @@ void register_optim(py::module_& o) {
            }),
            py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999),
            py::arg("eps") = 1e-8, py::arg("weight_decay") = py::none());
+  register_python_optimizer(o);
 
   py::module_ s = o.def_submodule("lr_scheduler");
   py::class_<LRScheduler, std::shared_ptr<LRScheduler>>(s, "LRScheduler")
@@ -373,6 +488,8 @@ void register_nn(py::module_& m) {
   register_layers(nn_);
   py::module_ functional = nn_.def_submodule("functional");
   register_functional(functional);
+  py::module_ init = nn_.def_submodule("init");
+  register_init(init);
   py::module_ utils = nn_.def_submodule("utils");
   register_utils(utils);
   py::module_ optim = m.def_submodule("optim");

@@ -1,27 +1,65 @@
 """strata.nn: Module (subclass it in Python), Parameter, and the layers, which run Strata's C++ layers."""
 from strata.nn.module import Module, ModuleList, Parameter, Sequential  # noqa: F401
 from strata.nn.layers import (  # noqa: F401
+    ELU,
     GELU,
     AdaptiveAvgPool2d,
     AvgPool2d,
+    BatchNorm1d,
     BatchNorm2d,
     Conv2d,
-    CrossEntropyLoss,
     Dropout,
     Embedding,
     Flatten,
     Identity,
     LayerNorm,
+    LeakyReLU,
     Linear,
     LogSoftmax,
     MaxPool2d,
-    MSELoss,
-    NLLLoss,
     ReLU,
+    ReLU6,
     Sigmoid,
+    SiLU,
     Softmax,
+    Softplus,
     Tanh,
 )
-from strata.nn import functional, utils  # noqa: F401
+from strata.nn.conv import Conv1d, MaxPool1d  # noqa: F401
+from strata.nn.loss import (  # noqa: F401
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from strata.nn.containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401
+from strata.nn import functional, hooks, init, utils  # noqa: F401
 
 Dense = Linear
+
+
+def _install_into_module_py():
+    # Forward hooks and ModuleList.extend/insert live in hooks.py and containers.py; until module.py's Module and
+    # ModuleList define them, they are installed here (module.py's own definitions win).
+    from strata.nn.containers import MODULE_LIST_METHODS
+
+    for name, method in MODULE_LIST_METHODS.items():
+        if name not in ModuleList.__dict__:
+            setattr(ModuleList, name, method)
+    for name in ("register_forward_pre_hook", "register_forward_hook"):
+        if name not in Module.__dict__:
+            setattr(Module, name, getattr(hooks, name))
+    if "hooks" not in Module.__call__.__code__.co_names:
+        def __call__(self, *args, **kwargs):
+            """Runs forward with the module's hooks (hooks.call)."""
+            return hooks.call(self, args, kwargs)
+
+        Module.__call__ = __call__
+
+
+_install_into_module_py()
+del _install_into_module_py

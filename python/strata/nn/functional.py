@@ -1,16 +1,238 @@
-"""strata.nn.functional: the DNN primitives as functions (torch.nn.functional)."""
-from strata._C import gelu, log_softmax, one_hot, relu, sigmoid, softmax, tanh  # noqa: F401
-from strata._C.nn.functional import (  # noqa: F401
-    adaptive_avg_pool2d,
-    avg_pool2d,
-    batch_norm,
-    conv2d,
+"""strata.nn.functional: the DNN primitives as functions (torch.nn.functional). The convolution, pooling and
+normalisation kernels are C++; what PyTorch adds around them (padding="same", ceil_mode, Conv1d, padding modes) and
+the activations that Strata has no kernel for are composed here from differentiable ops."""
+import math
+
+import numpy as np
+
+import strata
+from strata import _C
+from strata._C import gelu, log_softmax, one_hot, sigmoid, softmax, tanh  # noqa: F401
+from strata._C.nn.functional import adaptive_avg_pool2d, avg_pool2d, batch_norm, layer_norm, linear  # noqa: F401
+from strata.nn._losses import (  # noqa: F401
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
     cross_entropy,
-    dropout,
-    embedding,
-    layer_norm,
-    linear,
-    max_pool2d,
+    huber_loss,
+    l1_loss,
     mse_loss,
     nll_loss,
+    smooth_l1_loss,
 )
+from strata.nn._math import log1p, softplus  # noqa: F401
+
+
+# Note [inplace= without in-place autograd]
+# Strata records no in-place op in the autograd graph, so `inplace=True` writes into the input only when no graph is
+# being recorded through it (the input does not require grad, or grad mode is off), as PyTorch would. When it does,
+# the input is left as it was and the result is a new tensor with the same values: what the rest of the model sees
+# is the same as in PyTorch; only a later read of the input itself differs.
+def _finish_in_place(input, result, inplace):
+    if not inplace or (input.requires_grad and strata.is_grad_enabled()):
+        return result
+    with strata.no_grad():
+        input.copy_(result)
+    return input
+
+
+def relu(input, inplace=False):
+    return _finish_in_place(input, _C.relu(input), inplace)
+
+
+def relu_(input):
+    return relu(input, inplace=True)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    # where, not max(x, a * x): the gradient at 0 is negative_slope, as PyTorch's.
+    return _finish_in_place(input, strata.where(input > 0, input, input * negative_slope), inplace)
+
+
+def silu(input, inplace=False):
+    return _finish_in_place(input, input * _C.sigmoid(input), inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    negative = strata.where(input > 0, strata.zeros_like(input), input)
+    return _finish_in_place(input, strata.where(input > 0, input, (strata.exp(negative) - 1) * alpha), inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    # No gradient at the bounds themselves, as PyTorch's hardtanh (clamp's passes it there).
+    inside = (input > min_val) & (input < max_val)
+    return _finish_in_place(input, strata.where(inside, input, input.clamp(min_val, max_val).detach()), inplace)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def mish(input, inplace=False):
+    return _finish_in_place(input, input * _C.tanh(softplus(input)), inplace)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    return _finish_in_place(input, _C.nn.functional.dropout(input, p, training), inplace)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12):
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps).expand_as(input)
+
+
+def _tuple(value, n, name):
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(value)
+    if len(value) != n or not all(isinstance(v, int) for v in value):
+        raise TypeError(f"{name} must be an int or a tuple of {n} ints, got {value!r}")
+    return value
+
+
+def _same_padding(kernel, dilation, stride, op):
+    """PyTorch's padding="same": total d * (k - 1) per dim, half on each side and the odd one on the right."""
+    if any(s != 1 for s in stride):
+        raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+    totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    return tuple(t // 2 for t in totals), tuple(t % 2 for t in totals)
+
+
+def _conv_padding(padding, kernel, dilation, stride, n, op):
+    """(symmetric padding, extra padding on the right) for a padding argument: ints, "valid" or "same"."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0,) * n, (0,) * n
+        if padding == "same":
+            return _same_padding(kernel, dilation, stride, op)
+        raise ValueError(f"{op}: invalid padding string {padding!r}, should be one of 'valid', 'same'")
+    return _tuple(padding, n, f"{op}: padding"), (0,) * n
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    stride, dilation = _tuple(stride, 2, "conv2d: stride"), _tuple(dilation, 2, "conv2d: dilation")
+    kernel = tuple(weight.shape[2:]) if weight.dim() == 4 else (1, 1)
+    sym, extra = _conv_padding(padding, kernel, dilation, stride, 2, "conv2d")
+    if any(extra):
+        input = pad(input, (0, extra[1], 0, extra[0]))
+    return _C.nn.functional.conv2d(input, weight, bias, stride, sym, dilation, groups)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """A Conv2d over [N, C, 1, L] with a [O, C/groups, 1, k] weight: the same values and gradients."""
+    if input.dim() not in (2, 3):
+        raise strata.ShapeError(f"conv1d: expected a 2-D (unbatched) or 3-D (batched) input, got shape "
+                                f"{tuple(input.shape)}")
+    if weight.dim() != 3:
+        raise strata.ShapeError(f"conv1d: weight must be 3-D [out_channels, in_channels / groups, kernel_size], "
+                                f"got shape {tuple(weight.shape)}")
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    (s,), (d,) = _tuple(stride, 1, "conv1d: stride"), _tuple(dilation, 1, "conv1d: dilation")
+    if isinstance(padding, str):
+        (p,), (extra,) = _conv_padding(padding, (weight.shape[2],), (d,), (s,), 1, "conv1d")
+    else:
+        (p,), extra = _tuple(padding, 1, "conv1d: padding"), 0
+    if extra:
+        x = pad(x, (0, extra))
+    y = _C.nn.functional.conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, s), (0, p), (1, d), groups).squeeze(2)
+    return y.squeeze(0) if unbatched else y
+
+
+def _pool_output_size(size, k, s, p, ceil_mode):
+    # PyTorch's pooling_output_shape: in ceil mode the last window must start inside the input or its left padding.
+    out = (size + 2 * p - k + ((s - 1) if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if _tuple(dilation, 2, "max_pool2d: dilation") != (1, 1):
+        raise NotImplementedError("max_pool2d: dilation other than 1 (torch.nn.functional.max_pool2d's dilation) is "
+                                  "not implemented; use dilation=1")
+    if return_indices:
+        raise NotImplementedError("max_pool2d: return_indices=True (torch.nn.functional.max_pool2d_with_indices) is "
+                                  "not implemented; use argmax over unfolded windows, or return_indices=False")
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    k = _tuple(kernel_size, 2, "max_pool2d: kernel_size")
+    s = k if stride is None or stride == () else _tuple(stride, 2, "max_pool2d: stride")
+    p = _tuple(padding, 2, "max_pool2d: padding")
+    if ceil_mode and x.dim() == 4:
+        # Ceil mode is floor mode over an input extended on the right and bottom with -inf, which no maximum picks.
+        extra = [max(0, (_pool_output_size(x.shape[2 + i], k[i], s[i], p[i], True) - 1) * s[i] + k[i] -
+                     (x.shape[2 + i] + 2 * p[i])) for i in range(2)]
+        if any(extra):
+            x = pad(x, (0, extra[1], 0, extra[0]), value=-math.inf)
+    y = _C.nn.functional.max_pool2d(x, k, s, p)
+    return y.squeeze(0) if unbatched else y
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    (k,) = _tuple(kernel_size, 1, "max_pool1d: kernel_size")
+    (s,) = (k,) if stride is None else _tuple(stride, 1, "max_pool1d: stride")
+    (p,) = _tuple(padding, 1, "max_pool1d: padding")
+    return max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), dilation, ceil_mode, return_indices).squeeze(-2)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    if max_norm is not None:
+        raise NotImplementedError("embedding: max_norm (torch.nn.functional.embedding's renormalisation) is not "
+                                  "implemented; renormalise the weight under strata.no_grad() instead")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not implemented; use "
+                                  "dense gradients (sparse=False, scale_grad_by_freq=False)")
+    out = _C.nn.functional.embedding(input, weight)
+    if padding_idx is None:
+        return out
+    if padding_idx < 0:
+        padding_idx += weight.shape[0]
+    # The padding row's value is looked up as any other, but gives its row no gradient (PyTorch's padding_idx).
+    keep = (input != padding_idx).unsqueeze(-1)
+    return strata.where(keep, out, out.detach())
+
+
+def pad(input, pad, mode="constant", value=None):
+    """PyTorch's F.pad: `pad` lists (left, right) pairs from the last dim backwards. Constant padding joins blocks
+    of `value`; the other modes gather the border positions, so the gradients flow back to them."""
+    if len(pad) % 2 or len(pad) // 2 > input.dim():
+        raise ValueError(f"pad: padding length must be even and at most twice the input's {input.dim()} dims, "
+                         f"got {len(pad)}")
+    if mode != "constant" and value not in (None, 0):
+        raise ValueError(f"pad: padding mode {mode!r} doesn't take in value argument")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"pad: mode {mode!r} is not implemented; use 'constant', 'reflect', 'replicate' or "
+                                  "'circular'")
+    out = input
+    for i in range(len(pad) // 2):
+        dim, left, right = input.dim() - 1 - i, int(pad[2 * i]), int(pad[2 * i + 1])
+        if left == 0 and right == 0:
+            continue
+        size = out.shape[dim]
+        if mode == "constant":
+            if left < 0 or right < 0:
+                out = out.narrow(dim, max(0, -left), size - max(0, -left) - max(0, -right))
+                left, right = max(0, left), max(0, right)
+            parts = []
+            for n in (left, right):
+                shape = list(out.shape)
+                shape[dim] = n
+                parts.append(strata.full(shape, 0.0 if value is None else value, dtype=out.dtype, device=out.device))
+            out = strata.cat([parts[0], out, parts[1]], dim)
+            continue
+        positions = np.arange(-left, size + right)
+        if mode == "replicate":
+            positions = np.clip(positions, 0, size - 1)
+        elif mode == "circular":
+            if left > size or right > size:
+                raise ValueError(f"pad: circular padding of {max(left, right)} is larger than the dim's size {size}")
+            positions = positions % size
+        else:
+            if left >= size or right >= size:
+                raise ValueError(f"pad: reflect padding ({left}, {right}) must be less than the dim's size {size}")
+            period = 2 * (size - 1)
+            positions = np.abs(positions) % period
+            positions = np.where(positions >= size, period - positions, positions)
+        index = strata.tensor(positions.astype(np.int64), device=out.device)
+        out = out.index_select(dim, index)
+    return out

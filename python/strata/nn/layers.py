@@ -43,19 +43,44 @@ class Linear(_CppLayer):
 
 class Conv2d(_CppLayer):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 device=None, dtype=None):
-        cpp = _C.nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, dtype,
+                 padding_mode="zeros", device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"Conv2d: padding_mode={padding_mode!r} is not implemented; use "
+                                      "padding_mode='zeros', or pad the input with strata.nn.functional.pad first")
+        kernel = F._tuple(kernel_size, 2, "Conv2d: kernel_size")
+        symmetric, extra = F._conv_padding(padding, kernel, F._tuple(dilation, 2, "Conv2d: dilation"),
+                                           F._tuple(stride, 2, "Conv2d: stride"), 2, "Conv2d")
+        cpp = _C.nn.Conv2d(in_channels, out_channels, kernel_size, stride, symmetric, dilation, groups, bias, dtype,
                            device)
         super().__init__(cpp, in_channels=in_channels, out_channels=out_channels, kernel_size=kernel_size,
                          stride=stride, padding=padding)
+        # padding="same" with an even kernel pads one more on the right and bottom, which the C++ layer cannot.
+        object.__setattr__(self, "_extra_padding", extra)
         if not bias:
             self._parameters["bias"] = None
 
+    def forward(self, x):
+        if any(self._extra_padding):
+            x = F.pad(x, (0, self._extra_padding[1], 0, self._extra_padding[0]))
+        return self._cpp(x)
 
-class MaxPool2d(_CppLayer):
-    def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__(_C.nn.MaxPool2d(kernel_size, stride, padding), kernel_size=kernel_size, stride=stride,
-                         padding=padding)
+
+class MaxPool2d(Module):
+    """The C++ max pooling through F.max_pool2d, which adds ceil_mode."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+        self.dilation, self.return_indices, self.ceil_mode = dilation, return_indices, ceil_mode
+        F.max_pool2d(strata.zeros(1, 1, 1, 1), 1, dilation=dilation, return_indices=return_indices)  # refuse early
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
 class AvgPool2d(_CppLayer):
@@ -76,6 +101,15 @@ class BatchNorm2d(_CppLayer):
                          num_features=num_features, eps=eps, momentum=momentum, affine=affine)
 
 
+class BatchNorm1d(BatchNorm2d):
+    """BatchNorm2d's C++ layer over [N, C] or [N, C, L] seen as [N, C, L, 1]: the same statistics per channel."""
+
+    def forward(self, x):
+        if x.dim() not in (2, 3):
+            raise ValueError(f"BatchNorm1d: expected 2D or 3D input (got {x.dim()}D input)")
+        return self._cpp(x.reshape(tuple(x.shape) + (1,) * (4 - x.dim()))).reshape(tuple(x.shape))
+
+
 class LayerNorm(_CppLayer):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, device=None, dtype=None):
         super().__init__(_C.nn.LayerNorm(normalized_shape, eps, elementwise_affine, dtype, device),
@@ -83,19 +117,100 @@ class LayerNorm(_CppLayer):
 
 
 class Dropout(_CppLayer):
-    def __init__(self, p=0.5):
-        super().__init__(_C.nn.Dropout(p), p=p)
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__(_C.nn.Dropout(p), p=p, inplace=inplace)
+        self.inplace = inplace
+
+    def forward(self, x):
+        return F._finish_in_place(x, self._cpp(x), self.inplace)  # Note [inplace= without in-place autograd]
 
 
 class Embedding(_CppLayer):
-    def __init__(self, num_embeddings, embedding_dim, device=None, dtype=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"Embedding: padding_idx must be within num_embeddings ({num_embeddings}), "
+                                 f"got {padding_idx}")
+            padding_idx = padding_idx % num_embeddings
         super().__init__(_C.nn.Embedding(num_embeddings, embedding_dim, dtype, device),
-                         num_embeddings=num_embeddings, embedding_dim=embedding_dim)
+                         num_embeddings=num_embeddings, embedding_dim=embedding_dim, padding_idx=padding_idx)
+        self.padding_idx, self.max_norm, self.sparse = padding_idx, max_norm, sparse
+        self.scale_grad_by_freq = scale_grad_by_freq
+        F.embedding(strata.zeros(1, dtype=strata.int64), self.weight[:1], None, max_norm, norm_type,
+                    scale_grad_by_freq, sparse)  # refuse what is not implemented now, not at the first call
+        with strata.no_grad():
+            if _weight is not None:
+                if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                    raise strata.ShapeError(f"Embedding: _weight has shape {tuple(_weight.shape)}, expected "
+                                            f"{(num_embeddings, embedding_dim)}")
+                self.weight.copy_(_weight)
+            elif padding_idx is not None:
+                self.weight[padding_idx].fill_(0)
+        self.weight.requires_grad_(not _freeze)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, **kwargs):
+        if embeddings.dim() != 2:
+            raise ValueError("Embedding.from_pretrained: embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, _weight=embeddings, _freeze=freeze, device=embeddings.device,
+                   dtype=embeddings.dtype, **kwargs)
+
+    def forward(self, x):
+        return F.embedding(x, self.weight, self.padding_idx)
 
 
 class ReLU(Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, x):
-        return strata.relu(x)
+        return F.relu(x, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class SiLU(ReLU):
+    def forward(self, x):
+        return F.silu(x, self.inplace)
+
+
+class ELU(ReLU):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def forward(self, x):
+        return F.elu(x, self.alpha, self.inplace)
+
+
+class ReLU6(ReLU):
+    def forward(self, x):
+        return F.relu6(x, self.inplace)
+
+
+class Softplus(Module):
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
 
 
 class GELU(Module):
@@ -139,31 +254,3 @@ class Softmax(Module):
 class LogSoftmax(Softmax):
     def forward(self, x):
         return strata.log_softmax(x, self.dim)
-
-
-class CrossEntropyLoss(Module):
-    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-        super().__init__()
-        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
-
-    def forward(self, input, target):
-        return F.cross_entropy(input, target, reduction=self.reduction, label_smoothing=self.label_smoothing,
-                               ignore_index=self.ignore_index)
-
-
-class NLLLoss(Module):
-    def __init__(self, ignore_index=-100, reduction="mean"):
-        super().__init__()
-        self.ignore_index, self.reduction = ignore_index, reduction
-
-    def forward(self, input, target):
-        return F.nll_loss(input, target, reduction=self.reduction, ignore_index=self.ignore_index)
-
-
-class MSELoss(Module):
-    def __init__(self, reduction="mean"):
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, input, target):
-        return F.mse_loss(input, target, reduction=self.reduction)

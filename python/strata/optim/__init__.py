@@ -1,4 +1,5 @@
-"""strata.optim: SGD, Adam, AdamW (C++), and their learning-rate schedulers in strata.optim.lr_scheduler.
+"""strata.optim: SGD, Adam, AdamW (C++), RMSprop and Adagrad (Python, on the same C++ base), and learning-rate
+schedulers in strata.optim.lr_scheduler.
 
 params may be tensors or, as in PyTorch, parameter groups: dicts with "params" and their own "lr" or
 "weight_decay" (the two options a group may set). optimizer.param_groups is PyTorch's list of dicts; setting a
@@ -6,6 +7,8 @@ group's "lr" or "weight_decay" changes the optimizer, as schedulers written for 
 """
 from strata._C.optim import SGD, Adam, AdamW, Optimizer  # noqa: F401
 from strata.optim import lr_scheduler  # noqa: F401
+from strata.optim.adagrad import Adagrad  # noqa: F401
+from strata.optim.rmsprop import RMSprop  # noqa: F401
 
 
 class ParamGroup(dict):

@@ -1,0 +1,51 @@
+"""What the optimizers written in Python share. Their C++ base (strata._C.optim.PythonOptimizer) keeps the parameter
+groups and per-parameter state, so param_groups, add_param_group, zero_grad, state_dict, load_state_dict and the
+C++ schedulers work on them as on SGD and Adam; a subclass writes update(), in PyTorch's op order so that results
+match PyTorch's to rounding."""
+import strata
+from strata import _C
+
+
+def check_hyperparameter(name, value, low=0.0):
+    if not (value >= low):  # also refuses NaN
+        raise ValueError(f"Invalid {name} value: {value}")
+
+
+class PythonOptimizer(_C.optim.PythonOptimizer):
+    _unsupported = {"foreach": None, "capturable": False, "differentiable": False, "fused": None}
+
+    def __init__(self, params, lr, state_names, options):
+        for key, default in self._unsupported.items():
+            if options.pop(key, default) not in (default, False):
+                raise NotImplementedError(f"{type(self).__name__}: {key}= is not implemented; leave it at its default")
+        check_hyperparameter("learning rate", lr)
+        super().__init__(params, lr, type(self).__name__, state_names, True)
+        self.defaults = dict(lr=lr, **options)
+
+    def _groups(self):
+        """(index, parameter, group's lr, group's weight decay) for every parameter with a gradient."""
+        index = 0
+        for g in range(self._group_count()):
+            lr, weight_decay = self._group_lr(g), self._group_weight_decay(g)
+            if weight_decay is None:
+                weight_decay = self.defaults.get("weight_decay", 0.0)
+            for p in self._group_params(g):
+                if p.grad is not None:
+                    yield index, p, lr, weight_decay
+                index += 1
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with strata.enable_grad():
+                loss = closure()
+        with strata.no_grad():
+            for index, p, lr, weight_decay in self._groups():
+                tensors, step = self._state(index)
+                self._set_step(index, step + 1)
+                self.update(index, p, p.grad, tensors, step + 1, lr, weight_decay)
+        return loss
+
+    def state(self, index):
+        """Parameter `index`'s state tensors by name and its step count, as (dict, int)."""
+        return self._state(index)
