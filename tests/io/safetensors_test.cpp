@@ -259,6 +259,12 @@ Bytes one_f32(const std::string& entry, std::size_t data_bytes = 4) {
   return safetensors_file("{\"t\":" + entry + "}", Bytes(data_bytes, 0));
 }
 
+// The first bytes of another format's file, NULs included.
+template <std::size_t N>
+Bytes starting_with(const char (&start)[N]) {
+  return Bytes(start, start + N - 1);
+}
+
 std::vector<Corrupt> corrupt_files() {
   const std::string ok_entry = R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
   Bytes huge = le64(uint64_t{1} << 62);
@@ -275,7 +281,9 @@ std::vector<Corrupt> corrupt_files() {
       {"NotJson", safetensors_file("{not json", {}), "not valid JSON"},
       {"NotAnObject", safetensors_file("[1, 2]", {}), "not a JSON object"},
       {"TrailingGarbage", safetensors_file("{} x", {}), "not valid JSON"},
-      {"InvalidUtf8", not_utf8, "not valid JSON"},
+      {"InvalidUtf8", not_utf8, "not valid UTF-8"},
+      {"TorchZip", starting_with("PK\x03\x04\x14\x00\x00\x00\x00\x00"), "it looks like a zip archive"},
+      {"Pickle", starting_with("\x80\x02}q\x00(X\x01\x00\x00\x00"), "it looks like a Python pickle"},
       {"EntryNotAnObject", one_f32("[1]"), "tensor 't': the entry is not an object"},
       {"MissingDtype", one_f32(R"({"shape":[1],"data_offsets":[0,4]})"), "tensor 't': the entry has no 'dtype'"},
       {"ExtraField", one_f32(R"({"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1})"), "unexpected field 'x'"},
@@ -341,6 +349,72 @@ TEST_P(SafetensorsCorrupt, IsAnIOErrorNamingTheProblem) {
 
 INSTANTIATE_TEST_SUITE_P(Files, SafetensorsCorrupt, ::testing::ValuesIn(corrupt_files()),
                          [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Safetensors, ManyTensorsRoundTrip) {
+  TempDir dir;
+  io::TensorMap tensors;
+  for (int i = 0; i < 20'000; ++i) tensors.emplace(fmt::format("t{}", i), full({1}, static_cast<float>(i)));
+  save_safetensors(dir / "many", tensors);
+  const io::SafetensorsContent loaded = load_safetensors(dir / "many");
+  ASSERT_EQ(loaded.tensors.size(), tensors.size());
+  EXPECT_EQ(loaded.tensors.at("t12345").item<float>(), 12345.0f);
+}
+
+TEST(Safetensors, BytesInMemoryRoundTripAndMatchTheFile) {
+  TempDir dir;
+  const io::TensorMap tensors = {{"w", tensor<float>({1, 2})}, {"i", tensor<int64_t>({3})}};
+  save_safetensors(dir / "f", tensors, {{"k", "v"}});
+  const std::string bytes = io::save_safetensors_bytes(tensors, {{"k", "v"}});
+  const Bytes file = read_file(dir / "f");
+  EXPECT_EQ(Bytes(bytes.begin(), bytes.end()), file);
+  const auto loaded = io::load_safetensors_bytes(bytes, kCPU, "<memory>");
+  EXPECT_EQ(loaded.tensors.at("w").to_vector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(loaded.metadata.at("k"), "v");
+  try {
+    io::load_safetensors_bytes(bytes.substr(0, 20), kCPU, "<memory>");
+    FAIL() << "a cut file was accepted";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("<memory>"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Safetensors, MetadataLargerThanLoadAcceptsIsRefusedAtSave) {
+  TempDir dir;
+  try {
+    save_safetensors(dir / "big", {{"w", zeros({1})}}, {{"notes", std::string(100'000'001, 'x')}});
+    FAIL() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than the limit of 100000000 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "big"));
+}
+
+TEST(Safetensors, SpecialFilesAreNeverReplaced) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  try {
+    save_safetensors(dir / "fifo", {{"w", zeros({1})}});
+    FAIL() << "a FIFO was replaced";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a FIFO"), std::string::npos) << e.what();
+  }
+  struct stat st {};
+  ASSERT_EQ(::lstat((dir / "fifo").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  std::filesystem::create_symlink("/dev/null", dir / "null");
+  EXPECT_THROW(save_safetensors(dir / "null", {{"w", zeros({1})}}), IOError);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "null"));
+  std::filesystem::create_directory(dir / "d");
+  EXPECT_THROW(save_safetensors(dir / "d", {{"w", zeros({1})}}), IOError);
+}
+
+TEST(Safetensors, ANulInAPathIsRefusedRatherThanCutShort) {
+  TempDir dir;
+  const std::filesystem::path path = (dir.path() / "a").string() + std::string(1, '\0') + "b";
+  EXPECT_THROW(save_safetensors(path, {{"w", zeros({1})}}), InvalidArgumentError);
+  EXPECT_FALSE(std::filesystem::exists(dir / "a"));
+  EXPECT_THROW(load_safetensors(path), InvalidArgumentError);
+}
 
 TEST(Safetensors, MissingFileOrDirectoryIsAnIOError) {
   TempDir dir;

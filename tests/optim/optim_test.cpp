@@ -336,6 +336,33 @@ TEST(Optim, PartialOrMissingStateIsATypedError) {
   EXPECT_EQ(adam.state(0).step, 1);
 }
 
+TEST(Optim, AdamMomentsWithoutTheirStepCountAreRefused) {
+  Tensor p = zeros({2});
+  p.requires_grad_();
+  optim::Adam trained({p}, optim::AdamOptions(0.1));
+  p.set_grad(ones({2}));
+  trained.step();
+  nn::StateDict no_step;
+  for (const auto& [key, t] : trained.state_dict()) {
+    if (key != "0.step") no_step.insert(key, t);
+  }
+  optim::Adam adam({p}, optim::AdamOptions(0.1));
+  try {
+    adam.load_state_dict(no_step);
+    FAIL() << "moments without a step count were accepted";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("parameter 0 has exp_avg and exp_avg_sq but no step count: '0.step' is "
+                                         "missing"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(adam.state(0).tensors.empty());
+  nn::StateDict only_step;
+  only_step.insert("lr", scalar_tensor(0.1, DType::F64));
+  only_step.insert("0.step", scalar_tensor(int64_t{4}, DType::I64));
+  EXPECT_THROW(adam.load_state_dict(only_step), InvalidArgumentError);
+}
+
 TEST(OptimScheduler, ABadStateDictIsRefusedAndChangesNothing) {
   Tensor p = zeros({1});
   p.requires_grad_();
