@@ -62,7 +62,21 @@ py::dtype numpy_dtype_of(DType dtype) {
   throw py::type_error("numpy(): NumPy has no bfloat16; convert first, e.g. t.float().numpy()");
 }
 
+// Note [Read-only NumPy memory]
+// Strata tensors are always writable: fill_, copy_, the in-place ops and every optimizer write without asking. A
+// NumPy array that is not writeable (np.memmap(mode='r'), np.broadcast_to, np.frombuffer of bytes) may live on
+// read-only pages or alias one element many times, so from_numpy and as_tensor copy it, with a warning, where
+// PyTorch warns and shares it (a write then crashes or corrupts). Writeable arrays are shared, without a copy.
 Tensor from_numpy(const py::array& array) {
+  if (!array.writeable()) {
+    if (PyErr_WarnEx(PyExc_UserWarning,
+                     "from_numpy: the NumPy array is read-only, so the tensor holds a copy of it instead of sharing "
+                     "its memory (Strata tensors are writable)",
+                     1) != 0) {
+      throw py::error_already_set();  // warnings turned into errors
+    }
+    return from_numpy(array.attr("copy")().cast<py::array>());
+  }
   const DType dtype = dtype_of_numpy(array.dtype());
   const auto item = static_cast<int64_t>(array.itemsize());
   Shape shape;
@@ -246,6 +260,27 @@ void register_interop(py::module_& m) {
         return py::make_tuple(content.tensors, content.metadata);
       },
       py::arg("filename"), py::arg("device") = kCPU);
+  // The same for file objects, which strata.save and strata.load read and write in Python.
+  m.def(
+      "_save_bytes",
+      [](const std::map<std::string, Tensor>& tensors, std::optional<std::map<std::string, std::string>> metadata,
+         const std::string& name) {
+        const std::string bytes =
+            without_gil([&] { return io::save_safetensors_bytes(tensors, metadata.value_or(io::Metadata{}), name); });
+        return py::bytes(bytes);
+      },
+      py::arg("tensors"), py::arg("metadata") = py::none(), py::arg("name") = "<bytes>");
+  m.def(
+      "_load_bytes",
+      [](const py::bytes& data, Device device, const std::string& name) {
+        char* begin = nullptr;
+        Py_ssize_t size = 0;
+        if (PyBytes_AsStringAndSize(data.ptr(), &begin, &size) != 0) throw py::error_already_set();
+        const std::string_view view(begin, static_cast<std::size_t>(size));  // `data` stays alive for the call
+        io::SafetensorsContent content = without_gil([&] { return io::load_safetensors_bytes(view, device, name); });
+        return py::make_tuple(content.tensors, content.metadata);
+      },
+      py::arg("data"), py::arg("device") = kCPU, py::arg("name") = "<bytes>");
   m.def(
       "storage_use_count", [](const Tensor& t) { return t.storage().use_count(); },
       "How many owners the tensor's memory has (tests check the DLPack and NumPy ownership with it).");

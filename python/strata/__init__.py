@@ -4,7 +4,6 @@
     x = strata.ones(2, 3, device="cuda")     # lives on the GPU when there is one
     y = (x + 1).cpu().numpy()                # an explicit, counted copy; numpy() shares the CPU tensor's memory
 """
-import builtins as _builtins
 import os as _os
 
 # How long OpenMP's threads spin between regions, read by libgomp when it loads (Note [How long OpenMP spins] in
@@ -23,27 +22,9 @@ for _name in dir(_C):
         globals()[_name] = getattr(_C, _name)
 del _name
 
-from strata._tensor import as_tensor, enable_grad, no_grad, set_grad_enabled, tensor  # noqa: E402
+from strata._tensor import Size, as_tensor, enable_grad, no_grad, set_grad_enabled, tensor  # noqa: E402
 from strata import cuda, data, nn, optim  # noqa: E402
-
-
-def save(tensors, filename, metadata=None):
-    """Writes a dict of tensors to a safetensors file, atomically (safetensors' save_file)."""
-    _C.save_file(tensors, _builtins.str(filename), metadata)
-
-
-def load(filename, device="cpu"):
-    """Reads a safetensors file into a dict of tensors on `device` (safetensors' load_file)."""
-    return _C.load_file_with_metadata(_builtins.str(filename), device)[0]
-
-
-save_file = save
-load_file = load
-
-
-def load_metadata(filename):
-    """The free-form string metadata of a safetensors file."""
-    return _C.load_file_with_metadata(_builtins.str(filename), "cpu")[1]
+from strata.serialization import load, load_file, load_metadata, save, save_file  # noqa: E402
 
 
 def is_tensor(obj):
