@@ -19,12 +19,30 @@ namespace pybind11::detail {
 /// tensor overload, never read a one-element tensor as a number behind the user's back.
 template <>
 struct type_caster<strata::Scalar> {
-  PYBIND11_TYPE_CASTER(strata::Scalar, const_name("Scalar"));
+  PYBIND11_TYPE_CASTER(strata::Scalar, const_name("number"));
   bool load(handle src, bool convert);
   static handle cast(const strata::Scalar& s, return_value_policy, handle) {
     if (s.kind() == strata::Scalar::Kind::Bool) return pybind11::bool_(s.to_bool()).release();
     if (s.kind() == strata::Scalar::Kind::Int) return PyLong_FromLongLong(s.to_int());
     return PyFloat_FromDouble(s.to_double());
+  }
+};
+
+/// Tensors as pybind11 registers them, with two guards (Note [Tensors Python cannot break]): an instance whose
+/// __init__ never ran (strata.Tensor.__new__(strata.Tensor)) is refused instead of read, and an undefined tensor
+/// reaches Python as None.
+template <>
+struct type_caster<strata::Tensor> : type_caster_base<strata::Tensor> {
+  using Base = type_caster_base<strata::Tensor>;
+  bool load(handle src, bool convert);
+  static handle cast(const strata::Tensor& t, return_value_policy policy, handle parent) {
+    return t.defined() ? Base::cast(t, policy, parent) : none().release();
+  }
+  static handle cast(strata::Tensor&& t, return_value_policy policy, handle parent) {
+    return t.defined() ? Base::cast(std::move(t), policy, parent) : none().release();
+  }
+  static handle cast(const strata::Tensor* t, return_value_policy policy, handle parent) {
+    return t != nullptr && t->defined() ? Base::cast(t, policy, parent) : none().release();
   }
 };
 
@@ -72,17 +90,40 @@ decltype(auto) without_gil(F&& f) {
   return f();
 }
 
-/// A shape from a Python int or sequence of ints; `*sizes` calls pass a tuple that may hold one sequence.
-Shape to_shape(py::handle sizes);
+/// A wrong argument type, raised as strata.TypeError (a strata.InvalidArgumentError and a TypeError).
+class TypeError : public InvalidArgumentError {
+ public:
+  explicit TypeError(const std::string& message) : InvalidArgumentError(message) {}
+};
+
+/// More dimensions than a shape or an index may have, as NumPy's limit: deeper ones only exhaust time and stack.
+inline constexpr int64_t kMaxDims = 64;
+
+/// The name of a Python object's type, as messages show it: "str", "ndarray", "Tensor".
+std::string type_name(py::handle value);
+/// An int from a Python int or anything with __index__ (NumPy integers, one-element integer tensors); `what` names
+/// the argument in the TypeError or InvalidArgumentError (too large for 64 bits) that refuses anything else.
+int64_t to_int(py::handle value, const char* what);
+/// A shape from an int, a sequence of ints (tuple, list, range, strata.Size), or a 1-D integer array or tensor;
+/// `*sizes` calls pass a tuple that may hold one such sequence. At most kMaxDims dims; `what` names the argument.
+Shape to_shape(py::handle sizes, const char* what = "size");
+/// A shape whose sizes must all be sizes (no -1): what creation functions and layers take.
+Shape to_sizes(py::handle sizes, const char* what = "size");
 /// The dtype argument of a creation function: a strata dtype, or None for `fallback`.
 DType to_dtype(py::handle dtype, DType fallback);
 /// A device from a strata.device, a string ("cuda:0") or None (the CPU).
 Device to_device(py::handle device);
+/// A tensor argument, or the TypeError naming it (`what`) and saying what it accepts (a Tensor, or None when
+/// `none_ok`, which gives an undefined tensor).
+Tensor to_tensor(py::handle value, const char* what, bool none_ok = false);
 /// A 0-dim tensor holding `value` on `like`'s device, so that ops taking two tensors take a number too.
 Tensor scalar_like(const Scalar& value, const Tensor& like);
 
 /// The part that turns Strata's errors into Python exceptions (errors.cpp).
 void register_errors(py::module_& m);
+/// Rewrites pybind11's argument errors of every function under `m` in Python's terms (errors.cpp, Note [Argument
+/// errors in Python's terms]); called once every binding exists.
+void rewrite_argument_errors(py::module_& m);
 /// dtypes, devices, grad mode, the CUDA and memory queries (module.cpp).
 void register_runtime(py::module_& m);
 /// The Tensor class, its operators and the tensor functions (tensor.cpp).

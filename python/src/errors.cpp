@@ -1,9 +1,12 @@
 // Strata's errors as Python exceptions. Each Strata error class becomes a Python class of the same name that
 // derives from strata.Error (a RuntimeError) and, where Python has a fitting built-in kind, from it too: an
 // IndexError is caught by `except IndexError`, a DTypeError by `except TypeError`, an InvalidArgumentError by
-// `except ValueError`, an IOError by `except OSError`. The message is Strata's, unchanged.
+// `except ValueError`, an IOError by `except OSError`. The message is Strata's, with C++ names put in Python's
+// terms; pybind11's own argument errors are rewritten too (Note [Argument errors in Python's terms]).
 #include <exception>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 
 #include "bindings.h"
 
@@ -28,8 +31,31 @@ struct ErrorClasses {
   PyObject* distributed;
   PyObject* collective_timeout;
   PyObject* collective_mismatch;
+  PyObject* type;
 };
 ErrorClasses* classes = nullptr;
+
+// The name of the bound function running on this thread, for errors raised inside it.
+thread_local const char* running_function = nullptr;
+
+void replace_all(std::string& text, std::string_view from, std::string_view to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+// Strata's messages are written for C++ users too; a Python user reads Python's names for the same things.
+std::string in_python_terms(std::string message) {
+  static const std::pair<std::string_view, std::string_view> kTerms[] = {
+      {"NoGradGuard", "strata.no_grad()"}, {"DType::Bool", "strata.bool"},     {"DType::U8", "strata.uint8"},
+      {"DType::I32", "strata.int32"},      {"DType::I64", "strata.int64"},     {"DType::F16", "strata.float16"},
+      {"DType::BF16", "strata.bfloat16"},  {"DType::F32", "strata.float32"},   {"DType::F64", "strata.float64"},
+      {"std::nullopt", "None"}};
+  for (const auto& [cpp, python] : kTerms) replace_all(message, cpp, python);
+  return message;
+}
+
+void set_error(PyObject* cls, const char* what) { PyErr_SetString(cls, in_python_terms(what).c_str()); }
 
 PyObject* make_class(py::module_& m, const char* name, py::tuple bases, const char* doc) {
   py::dict namespace_;
@@ -43,38 +69,154 @@ PyObject* make_class(py::module_& m, const char* name, py::tuple bases, const ch
 void translate(std::exception_ptr p) {
   try {
     std::rethrow_exception(p);
+  } catch (const TypeError& e) {
+    set_error(classes->type, e.what());
   } catch (const ShapeError& e) {
-    PyErr_SetString(classes->shape, e.what());
+    set_error(classes->shape, e.what());
   } catch (const DTypeError& e) {
-    PyErr_SetString(classes->dtype, e.what());
+    set_error(classes->dtype, e.what());
   } catch (const IndexError& e) {
-    PyErr_SetString(classes->index, e.what());
+    set_error(classes->index, e.what());
   } catch (const InvalidArgumentError& e) {
-    PyErr_SetString(classes->invalid_argument, e.what());
+    set_error(classes->invalid_argument, e.what());
   } catch (const DeviceUnavailableError& e) {
-    PyErr_SetString(classes->device_unavailable, e.what());
+    set_error(classes->device_unavailable, e.what());
   } catch (const DeviceMismatchError& e) {
-    PyErr_SetString(classes->device_mismatch, e.what());
+    set_error(classes->device_mismatch, e.what());
   } catch (const BackendError& e) {
-    PyErr_SetString(classes->backend, e.what());
+    set_error(classes->backend, e.what());
   } catch (const OutOfMemoryError& e) {
-    PyErr_SetString(classes->out_of_memory, e.what());
+    set_error(classes->out_of_memory, e.what());
   } catch (const DeviceAssertError& e) {
-    PyErr_SetString(classes->device_assert, e.what());
+    set_error(classes->device_assert, e.what());
   } catch (const SyncDebugError& e) {
-    PyErr_SetString(classes->sync_debug, e.what());
+    set_error(classes->sync_debug, e.what());
   } catch (const NotImplementedError& e) {
-    PyErr_SetString(classes->not_implemented, e.what());
+    set_error(classes->not_implemented, e.what());
   } catch (const IOError& e) {
-    PyErr_SetString(classes->io, e.what());
+    set_error(classes->io, e.what());
   } catch (const CollectiveTimeoutError& e) {
-    PyErr_SetString(classes->collective_timeout, e.what());
+    set_error(classes->collective_timeout, e.what());
   } catch (const CollectiveMismatchError& e) {
-    PyErr_SetString(classes->collective_mismatch, e.what());
+    set_error(classes->collective_mismatch, e.what());
   } catch (const DistributedError& e) {
-    PyErr_SetString(classes->distributed, e.what());
+    set_error(classes->distributed, e.what());
   } catch (const Error& e) {
-    PyErr_SetString(classes->error, e.what());
+    set_error(classes->error, e.what());
+  } catch (const py::cast_error&) {
+    // A conversion inside a binding that no argument check caught first: say where, never "C++ type".
+    PyErr_SetString(classes->type, fmt::format("{}(): an argument has a type this function does not take; see "
+                                               "help() for what it accepts",
+                                               running_function != nullptr ? running_function : "strata")
+                                       .c_str());
+  }
+}
+
+// Note [Argument errors in Python's terms]
+// When no overload of a bound function takes the arguments, pybind11 raises a TypeError that lists C++ signatures
+// and the repr of every argument (a whole tensor's values). Every function of the module is a PyCFunction whose
+// PyMethodDef calls pybind11's dispatcher; rewrite_argument_errors points each at dispatch() instead, which calls
+// the dispatcher and, only when it failed that way, raises strata.TypeError with the signatures in Python's names
+// and the types of the arguments given. Nothing else changes and a successful call pays one indirect call.
+using Dispatcher = PyObject* (*)(PyObject*, PyObject*, PyObject*);
+Dispatcher pybind11_dispatcher = nullptr;
+
+std::string argument_types(PyObject* args, PyObject* kwargs, bool skip_self) {
+  std::string out;
+  const Py_ssize_t n = PyTuple_GET_SIZE(args);
+  for (Py_ssize_t i = skip_self ? 1 : 0; i < n; ++i) {
+    if (!out.empty()) out += ", ";
+    out += type_name(PyTuple_GET_ITEM(args, i));
+  }
+  if (kwargs != nullptr) {
+    for (auto item : py::reinterpret_borrow<py::dict>(kwargs)) {
+      if (!out.empty()) out += ", ";
+      out += std::string(py::str(item.first)) + "=" + type_name(item.second);
+    }
+  }
+  return out;
+}
+
+// "(self: strata._C.Tensor, dim: object = None) -> object" as "dim: object = None" (self dropped, no return).
+std::string python_signature(std::string signature, bool method) {
+  signature = signature.substr(0, signature.rfind(" -> "));
+  if (!signature.empty() && signature.front() == '(') signature = signature.substr(1, signature.size() - 2);
+  if (method) {
+    const std::size_t comma = signature.find(", ");
+    signature = signature.rfind("self", 0) == 0 ? (comma == std::string::npos ? "" : signature.substr(comma + 2))
+                                                : signature;
+  }
+  replace_all(signature, "strata._C.Tensor", "Tensor");
+  replace_all(signature, "strata._C.", "strata.");
+  return signature;
+}
+
+void raise_in_python_terms(const py::detail::function_record* record, PyObject* args, PyObject* kwargs) {
+  const bool method = record->is_method;
+  std::string name = record->name;
+  if (method && record->scope) name = std::string(py::str(record->scope.attr("__name__"))) + "." + name;
+  if (record->is_constructor) name = std::string(py::str(record->scope.attr("__name__")));
+  std::string message = fmt::format("{}(): got ({}); it takes", name, argument_types(args, kwargs, method));
+  const bool several = record->next != nullptr;
+  message += several ? " one of:" : ":";
+  for (const py::detail::function_record* r = record; r != nullptr; r = r->next) {
+    message += fmt::format("\n    {}({})", name, python_signature(r->signature, method));
+  }
+  PyErr_SetString(classes->type, message.c_str());
+}
+
+PyObject* dispatch(PyObject* self, PyObject* args, PyObject* kwargs) {
+  auto* record = static_cast<py::detail::function_record*>(PyCapsule_GetPointer(self, PyCapsule_GetName(self)));
+  const char* outer = running_function;
+  running_function = record != nullptr ? record->name : nullptr;
+  PyObject* result = pybind11_dispatcher(self, args, kwargs);
+  running_function = outer;
+  if (result != nullptr || record == nullptr || !PyErr_ExceptionMatches(PyExc_TypeError)) return result;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  const std::string text = value != nullptr && type == PyExc_TypeError ? py::str(value).cast<std::string>() : "";
+  if (text.find("(): incompatible function arguments") == std::string::npos &&
+      text.find("(): incompatible constructor arguments") == std::string::npos) {
+    PyErr_Restore(type, value, traceback);
+    return nullptr;
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  raise_in_python_terms(record, args, kwargs);
+  return nullptr;
+}
+
+void point_at_dispatch(PyObject* function) {
+  if (PyCFunction_Check(function)) {
+    PyMethodDef* def = reinterpret_cast<PyCFunctionObject*>(function)->m_ml;
+    if (reinterpret_cast<Dispatcher>(reinterpret_cast<void (*)()>(def->ml_meth)) == pybind11_dispatcher) {
+      def->ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&dispatch));
+    }
+  } else if (PyInstanceMethod_Check(function)) {
+    point_at_dispatch(PyInstanceMethod_GET_FUNCTION(function));
+  } else if (PyObject_TypeCheck(function, &PyStaticMethod_Type) || PyObject_TypeCheck(function, &PyProperty_Type)) {
+    for (const char* part : {"__func__", "fget", "fset"}) {
+      if (PyObject_HasAttrString(function, part)) point_at_dispatch(py::getattr(function, part).ptr());
+    }
+  }
+}
+
+void rewrite_functions_of(py::handle scope, std::unordered_set<PyObject*>& seen) {
+  if (!seen.insert(scope.ptr()).second) return;
+  // A class's own dict: its __dict__ attribute is a read-only proxy that py::dict cannot walk.
+  PyObject* dict = PyType_Check(scope.ptr()) ? reinterpret_cast<PyTypeObject*>(scope.ptr())->tp_dict
+                                             : PyModule_GetDict(scope.ptr());
+  for (auto item : py::reinterpret_borrow<py::dict>(dict)) {
+    py::handle value = item.second;
+    const char* origin = PyModule_Check(value.ptr()) ? "__name__" : "__module__";
+    const bool ours = (PyModule_Check(value.ptr()) || PyType_Check(value.ptr())) && py::hasattr(value, origin) &&
+                      std::string(py::str(value.attr(origin))).rfind("strata", 0) == 0;
+    if (ours) {
+      rewrite_functions_of(value, seen);
+    } else {
+      point_at_dispatch(value.ptr());
+    }
   }
 }
 
@@ -112,7 +254,19 @@ void register_errors(py::module_& m) {
                                     "A collective did not finish within the process group's timeout.");
   c.collective_mismatch = make_class(m, "CollectiveMismatchError", py::make_tuple(of(c.distributed)),
                                      "Ranks passed different ops, shapes or dtypes to the same collective.");
+  c.type = make_class(m, "TypeError", py::make_tuple(of(c.invalid_argument), builtin("TypeError")),
+                      "An argument has a type the function does not take.");
   py::register_exception_translator(translate);
+}
+
+void rewrite_argument_errors(py::module_& m) {
+  // Every pybind11 function has the same ml_meth: the dispatcher, read here from a function made for the purpose.
+  const py::cpp_function probe([] {});
+  PyObject* function = PyInstanceMethod_Check(probe.ptr()) ? PyInstanceMethod_GET_FUNCTION(probe.ptr()) : probe.ptr();
+  pybind11_dispatcher = reinterpret_cast<Dispatcher>(
+      reinterpret_cast<void (*)()>(reinterpret_cast<PyCFunctionObject*>(function)->m_ml->ml_meth));
+  std::unordered_set<PyObject*> seen;
+  rewrite_functions_of(m, seen);
 }
 
 }  // namespace strata::python

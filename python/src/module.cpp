@@ -49,34 +49,6 @@ bool type_caster<strata::Scalar>::load(handle src, bool) {
 
 namespace strata::python {
 
-Shape to_shape(py::handle sizes) {
-  if (py::isinstance<py::int_>(sizes)) return Shape{sizes.cast<int64_t>()};
-  auto seq = py::reinterpret_borrow<py::sequence>(sizes);
-  // zeros((2, 3)) and zeros(2, 3) both arrive as a tuple; the first holds one sequence.
-  if (seq.size() == 1 && !py::isinstance<py::int_>(seq[0]) && py::isinstance<py::sequence>(seq[0])) {
-    return to_shape(seq[0]);
-  }
-  Shape shape;
-  for (py::handle d : seq) {
-    if (!py::isinstance<py::int_>(d) && !py::hasattr(d, "__index__")) {
-      throw py::type_error("a size must be an int, got " + std::string(py::str(py::type::of(d))));
-    }
-    shape.push_back(py::reinterpret_borrow<py::object>(d).attr("__index__")().cast<int64_t>());
-  }
-  return shape;
-}
-
-DType to_dtype(py::handle dtype, DType fallback) {
-  if (dtype.is_none()) return fallback;
-  return dtype.cast<DType>();
-}
-
-Device to_device(py::handle device) {
-  if (device.is_none()) return kCPU;
-  if (py::isinstance<py::str>(device)) return Device(device.cast<std::string>());
-  return device.cast<Device>();
-}
-
 Tensor scalar_like(const Scalar& value, const Tensor& like) {
   return scalar_tensor(value, TensorOptions().dtype(value.default_dtype()).device(like.device()));
 }
@@ -140,7 +112,11 @@ void register_dtypes(py::module_& m) {
 void register_devices(py::module_& m) {
   py::class_<Device>(m, "device", "A device: strata.device('cuda:0'), strata.device('cuda', 1), 'cpu'.")
       .def(py::init([](const std::string& text) { return Device(text); }), py::arg("type"))
-      .def(py::init([](const std::string& type, int index) { return Device(Device(type).type(), index); }),
+      .def(py::init([](const std::string& type, int index) {
+             // As the string "cpu:-1" is: Device's own constructor reads a negative CPU index as cpu:0.
+             STRATA_CHECK(index >= 0, InvalidArgumentError, "device index must be non-negative, got {}", index);
+             return Device(Device(type).type(), index);
+           }),
            py::arg("type"), py::arg("index"))
       .def_property_readonly("type", [](Device d) { return std::string(device_type_name(d.type())); })
       .def_property_readonly("index",
@@ -250,4 +226,5 @@ PYBIND11_MODULE(_C, m) {
   register_interop(m);
   register_nn(m);
   register_data(m);
+  rewrite_argument_errors(m);
 }

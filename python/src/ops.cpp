@@ -29,8 +29,7 @@ void def_both(py::module_& m, py::object& cls, const char* name, F f, const Extr
 
 std::vector<int64_t> to_dims(py::handle dim) {
   if (dim.is_none()) return {};
-  if (py::isinstance<py::int_>(dim)) return {dim.cast<int64_t>()};
-  return dim.cast<std::vector<int64_t>>();
+  return to_shape(dim, "dim").vec();
 }
 
 using Binary = Tensor (*)(const Tensor&, const Tensor&);
@@ -79,8 +78,10 @@ void def_in_place(py::object& cls, const char* name, const char* dunder) {
   };
   def_method(cls, name, with_tensor);
   def_method(cls, name, with_number);
-  def_method(cls, dunder, with_tensor, py::is_operator());
-  def_method(cls, dunder, with_number, py::is_operator());
+  // Not operators: an operator's failed match returns NotImplemented, and Python then runs `t = t + x`, which
+  // NumPy answers for an array, making t an array. In PyTorch too `t += x` raises for what it cannot take.
+  def_method(cls, dunder, with_tensor);
+  def_method(cls, dunder, with_number);
 }
 
 void register_operators(py::object& cls) {
@@ -187,16 +188,17 @@ void register_reductions(py::module_& m, py::object& cls) {
   };
   for (Extreme e : {Extreme{"max", &max, &argmax}, Extreme{"min", &min, &argmin}}) {
     const Extreme x = e;
+    // The two-tensor form first: the other form's `dim` takes any object, a tensor too.
+    def_both(m, cls, e.name,
+             [x](const Tensor& a, const Tensor& b) { return x.f == &max ? maximum(a, b) : minimum(a, b); });
     def_both(
         m, cls, e.name,
         [x](const Tensor& a, py::object dim, bool keepdim) -> py::object {
           if (dim.is_none()) return py::cast(x.f(a, {}, keepdim));
-          const int64_t d = dim.cast<int64_t>();
+          const int64_t d = to_int(dim, "dim");
           return py::make_tuple(x.f(a, {d}, keepdim), x.arg(a, d, keepdim));
         },
         py::arg("dim") = py::none(), py::arg("keepdim") = false);
-    def_both(m, cls, e.name,
-             [x](const Tensor& a, const Tensor& b) { return x.f == &max ? maximum(a, b) : minimum(a, b); });
   }
   def_both(
       m, cls, "argmax", [](const Tensor& a, std::optional<int64_t> dim, bool k) { return argmax(a, dim, k); },
@@ -232,7 +234,13 @@ void register_views(py::module_& m, py::object& cls) {
       m, cls, "flatten", [](const Tensor& a, int64_t s, int64_t e) { return a.flatten(s, e); },
       py::arg("start_dim") = 0, py::arg("end_dim") = -1);
   def_both(m, cls, "transpose", [](const Tensor& a, int64_t d0, int64_t d1) { return a.transpose(d0, d1); });
-  def_both(m, cls, "t", [](const Tensor& a) { return a.t(); });
+  // PyTorch's t(): a 0-D or 1-D tensor as it is (a view), a matrix transposed, anything else refused.
+  def_both(m, cls, "t", [](const Tensor& a) {
+    STRATA_CHECK(a.dim() <= 2, ShapeError,
+                 "t() expects a tensor with at most 2 dimensions, but it has {}; use transpose(dim0, dim1)", a.dim());
+    if (a.dim() == 2) return a.t();
+    return a.dim() == 1 ? a.narrow(0, 0, a.size(0)) : a.view(a.shape());
+  });
   def_method(cls, "permute", [](const Tensor& a, py::args dims) { return a.permute(to_shape(dims)); });
   m.def("permute", [](const Tensor& a, py::object dims) { return a.permute(to_shape(dims)); });
   cls.attr("T") = py::cpp_function([](const Tensor& a) {
@@ -299,14 +307,14 @@ void register_creation(py::module_& m) {
     m.def(
         n.name,
         [f](py::args size, py::object dtype, py::object device, bool requires_grad) {
-          return finish(f(to_shape(size), options(dtype, device)), requires_grad);
+          return finish(f(to_sizes(size), options(dtype, device)), requires_grad);
         },
         py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false);
   }
   m.def(
       "full",
       [](py::object size, const Scalar& value, py::object dtype, py::object device, bool requires_grad) {
-        return finish(full(to_shape(size), value, options(dtype, device, value.default_dtype())), requires_grad);
+        return finish(full(to_sizes(size), value, options(dtype, device, value.default_dtype())), requires_grad);
       },
       py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false);
@@ -338,7 +346,7 @@ void register_creation(py::module_& m) {
   m.def(
       "randint",
       [](int64_t low, int64_t high, py::object size, py::object dtype, py::object device) {
-        return randint(low, high, to_shape(size), options(dtype, device, DType::I64));
+        return randint(low, high, to_sizes(size), options(dtype, device, DType::I64));
       },
       py::arg("low"), py::arg("high"), py::arg("size"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none());

@@ -1,5 +1,6 @@
 // The Tensor class: properties, conversions, indexing and autograd, under PyTorch's names. The operators and math
 // functions are in ops.cpp; NumPy and DLPack exchange in interop.cpp.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -8,10 +9,39 @@
 namespace strata::python {
 namespace {
 
+// An integer index tensor along a dim of `size`, as PyTorch's advanced indexing reads it: negative values count
+// from the end. On the CPU a value outside [-size, size) is an IndexError naming it; on a GPU, reading the values
+// would wait for the device, so the index kernel's device-side assert reports it, as PyTorch's does.
+Tensor wrap_index(const Tensor& index, int64_t size, int64_t dim) {
+  Tensor idx = index.to(DType::I64);
+  if (!idx.device().is_cpu()) return where(lt(idx, scalar_like(0, idx)), idx + size, idx);
+  idx = idx.contiguous();
+  if (idx.is_same(index)) idx = idx.clone();  // the caller's tensor stays as it was
+  auto* values = static_cast<int64_t*>(idx.data_ptr());
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    STRATA_CHECK(values[i] >= -size && values[i] < size, IndexError,
+                 "index {} is out of bounds for dimension {} with size {}", values[i], dim, size);
+    if (values[i] < 0) values[i] += size;
+  }
+  return idx;
+}
+
+// A Python int index as int64; one too large for 64 bits is out of bounds anyway.
+int64_t to_index(py::handle h, const Tensor& t, int64_t dim) {
+  const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(h.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  STRATA_CHECK(overflow == 0, IndexError, "index {} is out of bounds for dimension {} with size {}",
+               std::string(py::str(index)), dim, dim < t.dim() ? t.size(dim) : 0);
+  return static_cast<int64_t>(v);
+}
+
 // What one index of t[...] does: a number picks (and drops) a dim, a slice keeps it, None adds one, an integer
 // tensor gathers along it (a copy, as in PyTorch).
 Tensor apply_index(const Tensor& self, py::handle index, bool for_assignment) {
   std::vector<py::handle> items;
+  // The tuple is held by the caller for the whole call, and with it every item.
   if (py::isinstance<py::tuple>(index)) {
     for (py::handle h : py::reinterpret_borrow<py::tuple>(index)) items.push_back(h);
   } else {
@@ -23,6 +53,10 @@ Tensor apply_index(const Tensor& self, py::handle index, bool for_assignment) {
   }
   STRATA_CHECK(consuming <= self.dim(), IndexError, "too many indices for tensor of dimension {} ({} given)",
                self.dim(), consuming);
+  const auto added = static_cast<int64_t>(items.size()) - consuming;
+  STRATA_CHECK(self.dim() + added <= kMaxDims, IndexError,
+               "the index adds {} dimensions to a tensor of {}; the result may have at most {}", added, self.dim(),
+               kMaxDims);
   Tensor result = self;
   int64_t d = 0;
   bool seen_ellipsis = false;
@@ -34,12 +68,11 @@ Tensor apply_index(const Tensor& self, py::handle index, bool for_assignment) {
       seen_ellipsis = true;
       d += self.dim() - consuming;  // the dims that no other index names
     } else if (PySlice_Check(h.ptr())) {
-      auto slice = py::reinterpret_borrow<py::slice>(h);
-      auto bound = [](py::object b) { return b.is_none() ? std::optional<int64_t>() : b.cast<int64_t>(); };
-      const py::object step_obj = slice.attr("step");
-      const int64_t step = step_obj.is_none() ? 1 : step_obj.cast<int64_t>();
+      // PySlice_Unpack clamps bounds beyond 64 bits (t[:2**70] is t[:]), as Python's own sequences do.
+      Py_ssize_t start = 0, stop = 0, step = 0;
+      if (PySlice_Unpack(h.ptr(), &start, &stop, &step) != 0) throw py::error_already_set();
       if (step <= 0) throw py::value_error("slice step must be greater than zero, got " + std::to_string(step));
-      result = result.slice(d++, bound(slice.attr("start")), bound(slice.attr("stop")), step);
+      result = result.slice(d++, start, stop, step);
     } else if (py::isinstance<Tensor>(h)) {
       const Tensor& idx = h.cast<const Tensor&>();
       STRATA_CHECK(!for_assignment, IndexError,
@@ -51,15 +84,16 @@ Tensor apply_index(const Tensor& self, py::handle index, bool for_assignment) {
         result = result.select(d, idx.item().to_int());
       } else {
         STRATA_CHECK(idx.dim() == 1, IndexError, "an index tensor must have one dimension, got {}", idx.dim());
-        result = index_select(result, d++, idx);
+        STRATA_CHECK(d < result.dim(), IndexError, "too many indices for tensor of dimension {}", self.dim());
+        result = index_select(result, d, wrap_index(idx, result.size(d), d));
+        ++d;
       }
     } else if (!PyBool_Check(h.ptr()) && (PyLong_Check(h.ptr()) || py::hasattr(h, "__index__"))) {
-      result = result.select(d, h.attr("__index__")().cast<int64_t>());
+      result = result.select(d, to_index(h, result, d));
     } else {
-      throw py::type_error(
-          "only integers, slices (`:`), ellipsis (`...`), None and integer tensors are valid "
-          "indices, got " +
-          std::string(py::str(py::type::of(h).attr("__name__"))));
+      throw TypeError(
+          "only integers, slices (`:`), ellipsis (`...`), None and integer tensors are valid indices, got " +
+          type_name(h));
     }
   }
   return result;
@@ -71,22 +105,33 @@ py::tuple shape_tuple(const Shape& shape) {
   return t;
 }
 
+// A shape as strata.Size, the tuple subclass of strata/_tensor.py (PyTorch's torch.Size).
+py::object size_of(const Shape& shape) {
+  // Leaked on purpose, as the error classes are: it must outlive every tensor that asks during shutdown.
+  static PyObject* size_class = py::object(py::module_::import("strata._tensor").attr("Size")).release().ptr();
+  return py::reinterpret_borrow<py::object>(size_class)(shape_tuple(shape));
+}
+
 // t.to(...) as in PyTorch: any of a device (or its string), a dtype, another tensor (its device and dtype).
 Tensor to(const Tensor& self, py::args args, py::object device, py::object dtype, bool non_blocking, bool copy) {
   std::optional<Device> to_device_;
   std::optional<DType> to_dtype_;
   for (py::handle a : args) {
-    if (py::isinstance<DType>(a))
+    if (py::isinstance<DType>(a)) {
       to_dtype_ = a.cast<DType>();
-    else if (py::isinstance<Tensor>(a)) {
+    } else if (py::isinstance<Tensor>(a)) {
       to_device_ = a.cast<const Tensor&>().device();
       to_dtype_ = a.cast<const Tensor&>().dtype();
-    } else {
+    } else if (PyUnicode_Check(a.ptr()) || py::isinstance<Device>(a)) {
       to_device_ = to_device(a);
+    } else {
+      throw TypeError(fmt::format(
+          "to(): expected a device (a strata.device or a string such as 'cuda:0'), a dtype or a tensor, not {}",
+          type_name(a)));
     }
   }
   if (!device.is_none()) to_device_ = to_device(device);
-  if (!dtype.is_none()) to_dtype_ = dtype.cast<DType>();
+  if (!dtype.is_none()) to_dtype_ = to_dtype(dtype, DType::F32);
   ReleasedGil release;
   Tensor result = self;
   if (to_device_ && to_dtype_ && !copy) {
@@ -97,6 +142,13 @@ Tensor to(const Tensor& self, py::args args, py::object device, py::object dtype
   }
   if (copy && result.is_same(self)) result = self.clone();
   return result;
+}
+
+int checked_cuda_index(py::handle device) {
+  const int64_t index = to_int(device, "device");
+  STRATA_CHECK(index >= 0 && index <= std::numeric_limits<int>::max(), InvalidArgumentError,
+               "cuda(): device index must be non-negative, got {}", index);
+  return static_cast<int>(index);
 }
 
 void check_one_value(const Tensor& t, const char* what) {
@@ -115,19 +167,19 @@ void register_tensor(py::module_& m) {
                          "share its memory.");
   cls.def(py::init([](const Tensor& other) { return other; }), py::arg("other"),
           "Another handle to the same tensor (how strata.nn.Parameter wraps one).");
-  cls.def_property_readonly("shape", [](const Tensor& t) { return shape_tuple(t.shape()); });
+  cls.def_property_readonly("shape", [](const Tensor& t) { return size_of(t.shape()); });
   cls.def(
       "size",
       [](const Tensor& t, py::object dim) -> py::object {
-        if (dim.is_none()) return shape_tuple(t.shape());
-        return py::int_(t.size(dim.cast<int64_t>()));
+        if (dim.is_none()) return size_of(t.shape());
+        return py::int_(t.size(to_int(dim, "dim")));
       },
       py::arg("dim") = py::none());
   cls.def(
       "stride",
       [](const Tensor& t, py::object dim) -> py::object {
         if (dim.is_none()) return shape_tuple(t.strides());
-        return py::int_(t.stride(dim.cast<int64_t>()));
+        return py::int_(t.stride(to_int(dim, "dim")));
       },
       py::arg("dim") = py::none());
   cls.def_property_readonly("dtype", &Tensor::dtype);
@@ -157,7 +209,15 @@ void register_tensor(py::module_& m) {
     for (int64_t i = 0; i < t.size(0); ++i) rows.append(t.select(0, i));
     return py::iter(rows);
   });
-  cls.def("__repr__", [](const Tensor& t) { return without_gil([&] { return t.str(); }); });
+  cls.def("__repr__", [](const Tensor& t) {
+    // Printing recurses once per dim; deeper tensors than a shape may have (made by unsqueeze upon unsqueeze)
+    // print their shape alone.
+    if (t.dim() > kMaxDims) {
+      return fmt::format("tensor(<{} dims, not printed>, size={}, dtype={}, device='{}')", t.dim(), t.shape(),
+                         t.dtype(), t.device());
+    }
+    return without_gil([&] { return t.str(); });
+  });
   cls.def("__hash__", [](py::handle self) { return reinterpret_cast<std::intptr_t>(self.ptr()); });
   cls.def(
       "item", [](const Tensor& t) { return without_gil([&] { return t.item(); }); },
@@ -213,7 +273,7 @@ void register_tensor(py::module_& m) {
       "cuda",
       [](const Tensor& t, py::object device, bool nb) {
         Device d = device.is_none()                   ? Device(DeviceType::CUDA)
-                   : py::isinstance<py::int_>(device) ? Device(DeviceType::CUDA, device.cast<int>())
+                   : py::isinstance<py::int_>(device) ? Device(DeviceType::CUDA, checked_cuda_index(device))
                                                       : to_device(device);
         return without_gil([&] { return t.to(d, nb); });
       },
@@ -268,7 +328,7 @@ void register_tensor(py::module_& m) {
         Tensor g = t.grad();
         return g.defined() ? py::cast(g) : py::none();
       },
-      [](Tensor& t, py::object g) { t.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); });
+      [](Tensor& t, py::object g) { t.set_grad(to_tensor(g, "assigned grad", true)); });
   cls.def_property_readonly("is_leaf", &Tensor::is_leaf);
   cls.def_property_readonly(
       "grad_fn",
@@ -278,13 +338,20 @@ void register_tensor(py::module_& m) {
       },
       "The name of the op that made this tensor, or None for a leaf.");
   cls.def_property(
-      "data", &Tensor::detach, [](Tensor& t, const Tensor& other) { t.set_data(other); },
+      "data", &Tensor::detach,
+      [](Tensor& t, py::object value) {
+        const Tensor other = to_tensor(value, "data");
+        // PyTorch's rule: a tensor that requires grad keeps a dtype that gradients exist for.
+        STRATA_CHECK(!t.requires_grad() || is_floating(other.dtype()), DTypeError,
+                     "data set to a tensor that requires gradients must be floating point, got {}", other.dtype());
+        t.set_data(other);
+      },
       "The same memory cut from the graph; assigning replaces the data keeping the tensor's identity.");
   cls.def("detach", &Tensor::detach);
   cls.def(
       "backward",
       [](const Tensor& t, py::object gradient, bool retain_graph) {
-        Tensor g = gradient.is_none() ? Tensor() : gradient.cast<Tensor>();
+        Tensor g = to_tensor(gradient, "backward(): gradient", true);
         without_gil([&] { t.backward(g, retain_graph); });
       },
       py::arg("gradient") = py::none(), py::arg("retain_graph") = false,

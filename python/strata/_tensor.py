@@ -107,3 +107,23 @@ def _tolist(self):
 Tensor.tolist = _tolist
 # NumPy's binary operators defer to the tensor's (which refuse arrays) rather than converting the tensor silently.
 Tensor.__array_priority__ = 1000
+
+
+class Size(tuple):
+    """A tensor's shape, as torch.Size: a tuple of ints (t.shape, t.size()) that also counts its elements."""
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, index):
+        item = super().__getitem__(index)
+        return Size(item) if isinstance(index, slice) else item
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+    def __repr__(self):
+        return f"strata.Size({list(self)})"

@@ -1,6 +1,10 @@
 // DLPack exchange: see Note [DLPack ownership].
 #include "strata/io/dlpack.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -16,6 +20,24 @@ namespace {
 
 // kDLBool arrived in DLPack 0.8; Debian ships 0.6, so we name the code ourselves.
 constexpr uint8_t kDLBoolCode = 6;
+// NumPy's and PyTorch's most dimensions; a descriptor that claims more is forged or broken.
+constexpr int32_t kMaxDims = 64;
+
+// Note [Checking a DLPack producer's host memory]
+// DLPack gives no sizes for the memory it points to: the producer vouches for its shape and strides arrays and for
+// the data its shape reaches. A forged or broken descriptor (a byte_offset of 2**40, an ndim larger than its shape
+// array) would make us read, and later write, wherever it points. For host memory we ask the kernel whether every
+// page of each range is mapped: msync(MS_ASYNC) fails with ENOMEM on an unmapped page and does nothing else (since
+// Linux 2.6.19), at the cost of one system call per range. Device memory cannot be checked this way; it stays the
+// producer's word, as in every DLPack consumer.
+bool is_mapped(const void* begin, std::size_t bytes) {
+  if (bytes == 0) return true;
+  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto first = reinterpret_cast<std::uintptr_t>(begin) & ~(page - 1);
+  const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(begin) + bytes;
+  if (end < first) return false;
+  return msync(reinterpret_cast<void*>(first), end - first, MS_ASYNC) == 0 || errno != ENOMEM;
+}
 
 // What to_dlpack hands out: the DLManagedTensor and everything it points to, freed together by the deleter.
 struct Exported {
@@ -148,8 +170,15 @@ Tensor from_dlpack(DLManagedTensor* managed) {
   const DType dtype = from_dl(dl.dtype);
   const Device device = from_dl(dl.device);
   check_device(device);
-  STRATA_CHECK(dl.ndim >= 0, InvalidArgumentError, "from_dlpack: ndim is {}", dl.ndim);
+  STRATA_CHECK(dl.ndim >= 0 && dl.ndim <= kMaxDims, InvalidArgumentError,
+               "from_dlpack: ndim is {}; a tensor has between 0 and {} dimensions", dl.ndim, kMaxDims);
   STRATA_CHECK(dl.ndim == 0 || dl.shape != nullptr, InvalidArgumentError, "from_dlpack: shape is null for {} dims",
+               dl.ndim);
+  const auto dims_bytes = static_cast<std::size_t>(dl.ndim) * sizeof(int64_t);
+  STRATA_CHECK(is_mapped(dl.shape, dims_bytes) && (dl.strides == nullptr || is_mapped(dl.strides, dims_bytes)),
+               InvalidArgumentError,
+               "from_dlpack: the shape or strides array of {} dims points to memory that is not mapped (Note "
+               "[Checking a DLPack producer's host memory])",
                dl.ndim);
   Shape shape(dl.shape, dl.shape + dl.ndim);
   for (int64_t d : shape) {
@@ -188,6 +217,10 @@ Tensor from_dlpack(DLManagedTensor* managed) {
                "from_dlpack: data + byte_offset ({} + {}) and the {} bytes after it wrap around the address space",
                dl.data, dl.byte_offset, nbytes);
   void* data = dl.data == nullptr ? nullptr : static_cast<char*>(dl.data) + dl.byte_offset;
+  STRATA_CHECK(!device.is_cpu() || is_mapped(data, static_cast<std::size_t>(nbytes)), InvalidArgumentError,
+               "from_dlpack: data + byte_offset ({} + {}) and the {} bytes after it are not all mapped memory of this "
+               "process (Note [Checking a DLPack producer's host memory])",
+               dl.data, dl.byte_offset, nbytes);
   STRATA_CHECK(reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(elem) == 0, InvalidArgumentError,
                "from_dlpack: data + byte_offset ({} + {}) is not aligned to the {} bytes of a {} element", dl.data,
                dl.byte_offset, elem, dtype);
