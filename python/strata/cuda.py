@@ -32,6 +32,16 @@ def synchronize(device=None):
     _C.synchronize(_device(device))
 
 
+def manual_seed(seed):
+    """Ignored without a GPU, as PyTorch's. With one, Strata's generators are seeded together: this seeds every
+    device's, the CPU's included (strata.manual_seed)."""
+    if is_available():
+        _C.manual_seed(seed)
+
+
+manual_seed_all = manual_seed
+
+
 def _index(device):
     if device is None:
         return _C.cuda_current_device()
