@@ -12,6 +12,7 @@ save with a TypeError naming where they are. Tensors are pickled and deep-copied
 """
 import base64
 import collections
+import collections.abc
 import io
 import json
 import math
@@ -100,6 +101,9 @@ def _is_plain(obj):
 
 
 class _Decoder:
+    """Rebuilds what _Encoder wrote. The structure comes from the file, so every node is checked: a hostile one gives
+    an IOError, never another object or a crash."""
+
     def __init__(self, tensors, place):
         self.tensors, self.place = tensors, place
         self.done = {}  # entry name -> the tensor built, so that shared tensors stay shared
@@ -107,35 +111,42 @@ class _Decoder:
     def decode(self, node):
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
-        if isinstance(node, dict) and len(node) >= 1:
-            if "tensor" in node:
-                return self.tensor(node)
-            if "float" in node:
-                return float(node["float"])
-            if "bytes" in node:
-                return base64.b64decode(node["bytes"])
-            if "dtype" in node:
-                return getattr(_C, node["dtype"])
-            if "device" in node:
-                return _C.device(node["device"])
-            if "dict" in node:
-                out = collections.OrderedDict() if node.get("ordered") else {}
-                for k, v in node["dict"]:
-                    out[self.decode(k)] = self.decode(v)
+        kind = next(iter(node), None) if isinstance(node, dict) else None
+        value = node[kind] if kind is not None else None
+        if kind == "tensor" and isinstance(value, str):
+            return self.tensor(node)
+        if kind == "float" and value in ("nan", "inf", "-inf"):
+            return float(value)
+        if kind == "bytes" and isinstance(value, str):
+            try:
+                return base64.b64decode(value, validate=True)
+            except ValueError:
+                pass
+        if kind == "dtype" and isinstance(getattr(_C, str(value), None), _C.dtype):
+            return getattr(_C, value)
+        if kind == "device" and isinstance(value, str):
+            return _C.device(value)
+        if kind == "dict" and isinstance(value, list) and all(isinstance(i, list) and len(i) == 2 for i in value):
+            out = collections.OrderedDict() if node.get("ordered") else {}
+            for k, v in value:
+                key = self.decode(k)
+                if not isinstance(key, collections.abc.Hashable):
+                    break
+                out[key] = self.decode(v)
+            else:
                 return out
-            if "list" in node:
-                return [self.decode(v) for v in node["list"]]
-            if "tuple" in node:
-                return tuple(self.decode(v) for v in node["tuple"])
-        raise _C.IOError(f"strata.load: the file's structure holds {str(node)[:80]!r}, which this version of Strata "
-                         "does not know; was it written by a later one?")
+        if kind in ("list", "tuple") and isinstance(value, list):
+            items = [self.decode(v) for v in value]
+            return items if kind == "list" else tuple(items)
+        raise _C.IOError(f"strata.load: the file's structure holds {str(node)[:80]!r}, which is not something "
+                         "strata.save writes (a damaged file, or one written by a later version)")
 
     def tensor(self, node):
         name = node["tensor"]
         if name not in self.done:
             if name not in self.tensors:
                 raise _C.IOError(f"strata.load: the file's structure names the tensor {name!r}, which it lacks")
-            t = self.place(self.tensors[name], node.get("device", "cpu"))
+            t = self.place(self.tensors[name], str(node.get("device", "cpu")))
             requires_grad = bool(node.get("requires_grad", False))
             if node.get("parameter"):
                 from strata.nn import Parameter
@@ -262,12 +273,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     if text is None:
         return {name: place(t, "cpu") for name, t in tensors.items()}
     try:
-        structure = json.loads(text)
-        obj = structure["object"]
-    except (ValueError, KeyError, TypeError):
-        raise _C.IOError(f"strata.load: the file's {_STRUCTURE_KEY!r} metadata is not a structure Strata wrote") \
-            from None
-    return _Decoder(tensors, place).decode(obj)
+        obj = json.loads(text)["object"]
+        return _Decoder(tensors, place).decode(obj)
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
+        if isinstance(e, _C.Error):
+            raise
+        raise _C.IOError(f"strata.load: the file's {_STRUCTURE_KEY!r} metadata is not a structure strata.save writes "
+                         f"({type(e).__name__}: {e})") from None
 
 
 def load_file(filename, device="cpu"):

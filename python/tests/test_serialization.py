@@ -318,3 +318,20 @@ def test_pickle_keeps_parameters_and_requires_grad():
     back = pickle.loads(pickle.dumps({"p": p, "w": strata.ones(1, requires_grad=True)}))
     assert isinstance(back["p"], strata.nn.Parameter) and not back["p"].requires_grad
     assert back["w"].requires_grad
+
+
+@pytest.mark.parametrize("structure", [
+    '{"object": {"dtype": "save_file"}}',  # names something in strata._C that is not a dtype
+    '{"object": {"tensor": "missing"}}',
+    '{"object": {"dict": [[[1], 2]]}}',
+    '{"object": {"dict": 5}}',
+    '{"object": [1, 2]}',
+    '{"object": {"bytes": "%%%"}}',
+    '{"object": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    "not json",
+    '{"no object": 1}',
+])
+def test_a_hostile_structure_is_an_io_error(tmp_path, structure):
+    strata.save_file({"w": strata.ones(1)}, tmp_path / "h", metadata={"strata.structure": structure})
+    with pytest.raises(strata.IOError, match="structure"):
+        strata.load(tmp_path / "h")
