@@ -49,6 +49,7 @@ void BM_FashionMnistLoader(benchmark::State& state, int64_t prefetch, int step_u
   DataLoaderOptions options{.batch_size = 64, .shuffle = true, .seed = 1, .prefetch = prefetch};
   options.device = dev;
   options.pin_memory = dev.is_cuda();
+  options.scale_bytes = true;
   if (extra == Extra::Augment) {
     options.transform =
         strata::data::Compose({strata::data::RandomCrop(28, 4, 1), strata::data::RandomHorizontalFlip(0.5, 1),

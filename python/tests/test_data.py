@@ -40,6 +40,8 @@ def test_fashion_mnist():
     assert len(test) == 10000 and test.data.shape == (10000, 28, 28) and test.data.dtype == strata.uint8
     assert FashionMNIST.classes[9] == "Ankle boot"
     x, y = next(iter(DataLoader(test, batch_size=64, prefetch=2)))
+    assert x.shape == (64, 28, 28) and x.dtype == strata.uint8 and x.tolist() == test.data[:64].tolist()
+    x, y = next(iter(DataLoader(test, batch_size=64, prefetch=2, scale_bytes=True)))
     assert x.shape == (64, 28, 28) and x.dtype == strata.float32 and 0.0 <= x.min().item() <= x.max().item() <= 1.0
     assert y.shape == (64,) and y.dtype == strata.int64
     with pytest.raises(OSError):

@@ -34,12 +34,15 @@ struct DataLoaderOptions {
   Device device = kCPU;
   /// Copies to the device without waiting for them (effective from pinned memory; see Note [Overlapping copies]).
   bool non_blocking = true;
-  /// Applied to each batch's data on the host, after u8 data became f32 in [0, 1] (see Note [Batch transforms]).
+  /// u8 data becomes f32 in [0, 1] (x / 255, as torchvision's ToTensor) when set; else batches keep the dataset's
+  /// dtype and values, as PyTorch's default_collate does (Note [Where bytes become floats]).
+  bool scale_bytes = false;
+  /// Applied to each batch's data on the host, after scale_bytes (see Note [Batch transforms]).
   Transform transform = nullptr;
-  /// Where u8 data becomes f32 (Note [Where bytes become floats]): true on `device`, after the copy; false on the
+  /// Where scale_bytes converts (Note [Where bytes become floats]): true on `device`, after the copy; false on the
   /// host, before it; unset lets the loader choose: on the device for a device that is not a CPU and no transform,
   /// else on the host. Both give the same bits. True with a transform is an InvalidArgumentError: transforms take
-  /// f32 host batches.
+  /// host batches.
   std::optional<bool> convert_on_device = std::nullopt;
 };
 
@@ -49,15 +52,18 @@ struct DataLoaderStats {
   double wait_seconds = 0.0;
 };
 
-/// Iterates over a dataset in batches: `for (const Batch& b : loader) { ... }`. Each full iteration is one epoch.
-/// The data of a batch is f32 in [0, 1] when the dataset holds u8 (images), else the dataset's dtype; the target
-/// is the dataset's. An exception while preparing a batch (in the dataset or a transform) reaches the consumer at
-/// that batch, and ends the epoch.
+/// Iterates over a dataset in batches: `for (const Batch& b : loader) { ... }`. Each begin() starts an epoch of its
+/// own, with the next epoch number: iterations are independent of each other (nested loops, two at once, several
+/// threads each iterating), as in PyTorch. The data of a batch is the dataset's dtype, or f32 in [0, 1] for u8 data
+/// with scale_bytes; the target is the dataset's. An exception while preparing a batch (in the dataset or a
+/// transform) reaches the consumer at that batch, and ends that iteration. The loader's methods are thread-safe.
 class DataLoader {
+  struct Epoch;
+  struct State;
+
  public:
   /// Throws InvalidArgumentError for a null dataset or bad options, DeviceUnavailableError for an absent device.
   DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
-  /// Stops the background thread (after the batch it is preparing).
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
@@ -65,15 +71,17 @@ class DataLoader {
   /// Batches per epoch.
   int64_t size() const;
   /// The next iteration is epoch `epoch` (the ones after it epoch+1, ...); it decides the shuffled order.
-  void set_epoch(uint64_t epoch) { epoch_ = epoch; }
+  void set_epoch(uint64_t epoch);
   /// The epoch the next iteration will be.
-  uint64_t epoch() const { return epoch_; }
+  uint64_t epoch() const;
   /// The next iteration starts at its batch `batch` (0 to size()), leaving out the ones before it, in the same
   /// order: how a run resumes inside an epoch. Later iterations start at their first batch again.
   void set_first_batch(int64_t batch);
-  const DataLoaderOptions& options() const { return options_; }
-  DataLoaderStats stats() const { return stats_; }
+  const DataLoaderOptions& options() const;
+  DataLoaderStats stats() const;
 
+  /// One iteration. Copies share its position; it keeps what it needs alive, so it may outlive the loader. The
+  /// last copy to go stops its background thread (after the batch it is preparing).
   class Iterator {
    public:
     using iterator_category = std::input_iterator_tag;
@@ -82,41 +90,30 @@ class DataLoader {
     using pointer = const Batch*;
     using reference = const Batch&;
 
+    Iterator() = default;
     const Batch& operator*() const { return batch_; }
     const Batch* operator->() const { return &batch_; }
     Iterator& operator++() {
       advance();
       return *this;
     }
-    friend bool operator==(const Iterator& a, const Iterator& b) { return a.loader_ == b.loader_; }
+    /// Equal when both are finished (the end), or both are the same iteration.
+    friend bool operator==(const Iterator& a, const Iterator& b) { return a.epoch_ == b.epoch_; }
 
    private:
     friend class DataLoader;
-    explicit Iterator(DataLoader* loader) : loader_(loader) {
-      if (loader_ != nullptr) advance();
-    }
-    void advance() {
-      if (!loader_->next(batch_)) loader_ = nullptr;
-    }
-    DataLoader* loader_;
+    explicit Iterator(std::shared_ptr<Epoch> epoch);
+    void advance();
+    std::shared_ptr<Epoch> epoch_;
     Batch batch_;
   };
 
-  /// Starts an epoch (ending one still running) and returns its first batch.
+  /// Starts an epoch and returns its first batch.
   Iterator begin();
-  Iterator end() { return Iterator(nullptr); }
+  Iterator end() const { return Iterator(); }
 
  private:
-  struct Epoch;
-  bool next(Batch& out);
-
-  std::shared_ptr<const Dataset> dataset_;
-  DataLoaderOptions options_;
-  bool convert_on_device_ = false;  // options_.convert_on_device, resolved
-  uint64_t epoch_ = 0;
-  int64_t first_batch_ = 0;
-  DataLoaderStats stats_;
-  std::unique_ptr<Epoch> running_;
+  std::shared_ptr<State> state_;
 };
 
 }  // namespace strata::data

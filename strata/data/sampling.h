@@ -4,6 +4,8 @@
 #include <random>
 #include <vector>
 
+#include "strata/tensor/random.h"
+
 namespace strata::data {
 
 // Note [Reproducible shuffling]
@@ -37,6 +39,13 @@ inline std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t epoch
     std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
   }
   return order;
+}
+
+/// A seed for one shuffled order, drawn from `generator` (advancing it): as PyTorch's RandomSampler draws one per
+/// epoch, so that an order follows manual_seed and the generator's state.
+inline uint64_t draw_seed(Generator& generator) {
+  const GeneratorState drawn = generator.reserve(1);
+  return make_generator(drawn.seed, drawn.offset)();
 }
 
 }  // namespace strata::data

@@ -61,8 +61,16 @@ TEST(DataLoader, DropLastLeavesOutTheShortBatch) {
   EXPECT_EQ(epoch_targets(loader).size(), 2u);
 }
 
-TEST(DataLoader, U8DataBecomesF32InUnitRange) {
-  DataLoader loader(numbered(256), {.batch_size = 256});
+TEST(DataLoader, U8DataKeepsItsDtypeAndValues) {
+  // As PyTorch's default_collate: what the dataset holds, not a conversion behind the user's back.
+  DataLoader loader(numbered(256), {.batch_size = 256, .prefetch = 1});
+  const Batch b = *loader.begin();
+  EXPECT_EQ(b.data.dtype(), DType::U8);
+  EXPECT_EQ(b.data.to_vector<uint8_t>()[4 * 51], 51);
+}
+
+TEST(DataLoader, ScaleBytesMakesU8DataF32InUnitRange) {
+  DataLoader loader(numbered(256), {.batch_size = 256, .scale_bytes = true});
   const Batch b = *loader.begin();
   EXPECT_EQ(b.data.dtype(), DType::F32);
   EXPECT_EQ(b.data.shape(), (Shape{256, 2, 2}));
@@ -99,6 +107,7 @@ TEST(DataLoader, PrefetchGivesTheSameBatchesAsNoPrefetch) {
                              .shuffle = true,
                              .seed = 5,
                              .prefetch = prefetch,
+                             .scale_bytes = true,
                              .transform = data::RandomHorizontalFlip(0.5, 9)};
   };
   DataLoader plain(numbered(40), options(0));
@@ -112,7 +121,7 @@ TEST(DataLoader, PrefetchGivesTheSameBatchesAsNoPrefetch) {
 }
 
 TEST(DataLoader, TransformRunsOnTheFloatBatch) {
-  DataLoader loader(numbered(3), {.batch_size = 3, .transform = data::Normalize({0.5f}, {0.5f})});
+  DataLoader loader(numbered(3), {.batch_size = 3, .scale_bytes = true, .transform = data::Normalize({0.5f}, {0.5f})});
   const std::vector<float> v = (*loader.begin()).data.to_vector<float>();
   EXPECT_FLOAT_EQ(v[0], -1.0f);
   EXPECT_FLOAT_EQ(v[4], (1.0f / 255.0f - 0.5f) / 0.5f);
@@ -299,9 +308,14 @@ class DataLoaderOnDevice : public ::testing::TestWithParam<Device> {};
 
 TEST_P(DataLoaderOnDevice, BatchesArriveOnTheDeviceWithTheSameValues) {
   const Device device = GetParam();
-  DataLoader host(numbered(20), {.batch_size = 6, .shuffle = true, .seed = 1});
-  DataLoader loader(numbered(20),
-                    {.batch_size = 6, .shuffle = true, .seed = 1, .prefetch = 2, .pin_memory = true, .device = device});
+  DataLoader host(numbered(20), {.batch_size = 6, .shuffle = true, .seed = 1, .scale_bytes = true});
+  DataLoader loader(numbered(20), {.batch_size = 6,
+                                   .shuffle = true,
+                                   .seed = 1,
+                                   .prefetch = 2,
+                                   .pin_memory = true,
+                                   .device = device,
+                                   .scale_bytes = true});
   std::vector<std::vector<float>> expected;
   for (const Batch& b : host) expected.push_back(b.data.to_vector<float>());
   std::size_t k = 0;
@@ -323,7 +337,7 @@ TEST_P(DataLoaderOnDevice, BytesBecomeTheSameFloatsOnTheDeviceAfterAQuarterOfThe
   int64_t copied[3] = {0, 0, 0};
   for (int m = 0; m < 3; ++m) {
     DataLoader loader(numbered(256), {.batch_size = 100, .shuffle = true, .seed = 3, .prefetch = 2,
-                                      .device = device, .convert_on_device = modes[m]});
+                                      .device = device, .scale_bytes = true, .convert_on_device = modes[m]});
     reset_transfer_counters();
     for (const Batch& b : loader) {
       ASSERT_EQ(b.data.dtype(), DType::F32);
@@ -354,8 +368,10 @@ TEST_P(DataLoaderOnDevice, BytesBecomeTheSameFloatsOnTheDeviceAfterAQuarterOfThe
 TEST(DataLoader, ATransformKeepsTheConversionOnTheHost) {
   // Transforms take f32 host batches (Note [Batch transforms]), so they cannot follow a conversion on the device.
   const data::Transform identity = [](Tensor t) { return t; };
-  EXPECT_THROW(DataLoader(numbered(4), {.transform = identity, .convert_on_device = true}), InvalidArgumentError);
-  DataLoader loader(numbered(4), {.batch_size = 4, .transform = identity, .convert_on_device = false});
+  EXPECT_THROW(DataLoader(numbered(4), {.scale_bytes = true, .transform = identity, .convert_on_device = true}),
+               InvalidArgumentError);
+  DataLoader loader(numbered(4),
+                    {.batch_size = 4, .scale_bytes = true, .transform = identity, .convert_on_device = false});
   const Batch b = *loader.begin();
   EXPECT_EQ(b.data.dtype(), DType::F32);
   EXPECT_FLOAT_EQ(b.data.to_vector<float>().back(), 3.0f / 255.0f);

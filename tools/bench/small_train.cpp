@@ -27,6 +27,7 @@ int main(int argc, char** argv) try {
   data::DataLoaderOptions options;
   options.batch_size = 64;
   options.shuffle = true;
+  options.scale_bytes = true;
   data::DataLoader loader(train_set, options);
   int steps = 0;
   for (const data::Batch& batch : loader) {

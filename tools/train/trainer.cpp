@@ -275,6 +275,7 @@ data::DataLoaderOptions loader_options(const TrainOptions& o, int64_t batch_size
   l.device = o.device;
   l.pin_memory = o.device.is_cuda();
   l.seed = o.seed;
+  l.scale_bytes = true;  // the network takes images in [0, 1]
   return l;
 }
 
