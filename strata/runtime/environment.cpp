@@ -12,8 +12,6 @@
 
 namespace strata {
 
-namespace {
-
 bool same_ignoring_case(std::string_view a, std::string_view b) {
   const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
   if (a.size() != b.size()) return false;
@@ -22,8 +20,6 @@ bool same_ignoring_case(std::string_view a, std::string_view b) {
   }
   return true;
 }
-
-}  // namespace
 
 std::optional<std::string> environment_value(const char* name) {
   const char* value = std::getenv(name);

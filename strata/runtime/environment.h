@@ -18,6 +18,9 @@ namespace strata {
 // same error. A STRATA_MEMORY_LIMIT entry for a device that does not exist (cpu:3 with one CPU device) is an error
 // when that type's first allocator is created.
 
+/// Whether `a` and `b` are the same ASCII text ignoring case: how keywords and units in variables compare.
+bool same_ignoring_case(std::string_view a, std::string_view b);
+
 /// The value of the environment variable `name`; std::nullopt when it is unset or empty.
 std::optional<std::string> environment_value(const char* name);
 

@@ -34,15 +34,6 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, last - first + 1);
 }
 
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
-
 struct Unit {
   std::string_view name;
   std::uint64_t factor;
@@ -60,7 +51,7 @@ constexpr std::array<Unit, 9> kUnits{{{"B", 1},
 
 const Unit* find_unit(std::string_view name) {
   for (const Unit& unit : kUnits) {
-    if (equals_ignoring_case(unit.name, name)) return &unit;
+    if (same_ignoring_case(unit.name, name)) return &unit;
   }
   return nullptr;
 }
