@@ -215,6 +215,17 @@ def test_module_and_optimizer_state_dicts_round_trip_alone(tmp_path):
         assert same(model_back[k], v)
 
 
+def test_adam_moments_without_their_step_count_are_refused():
+    model = make_model()
+    opt = strata.optim.Adam(model.parameters(), lr=0.01)
+    train_step(model, opt)
+    state = opt.state_dict()
+    del state["0.step"]
+    fresh = strata.optim.Adam(model.parameters(), lr=0.01)
+    with pytest.raises(ValueError, match="no step count: '0.step' is missing"):
+        fresh.load_state_dict(state)
+
+
 def test_types_and_order_are_kept(tmp_path):
     obj = collections.OrderedDict([("b", 1), ("a", {0: "zero", (1, 2): [b"\x00\xff", float("inf")]})])
     obj["dtype"] = strata.bfloat16
