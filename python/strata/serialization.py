@@ -273,9 +273,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     if text is None:
         return {name: place(t, "cpu") for name, t in tensors.items()}
     try:
-        obj = json.loads(text)["object"]
-        return _Decoder(tensors, place).decode(obj)
-    except (ValueError, KeyError, TypeError, RecursionError) as e:
+        structure = json.loads(text)
+        if structure.get("format", _FORMAT) > _FORMAT:
+            raise _C.IOError(f"strata.load: the file's structure is of format {structure['format']}, written by a "
+                             f"later version of Strata; this one reads format {_FORMAT}")
+        return _Decoder(tensors, place).decode(structure["object"])
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
         if isinstance(e, _C.Error):
             raise
         raise _C.IOError(f"strata.load: the file's {_STRUCTURE_KEY!r} metadata is not a structure strata.save writes "

@@ -341,6 +341,8 @@ def test_pickle_keeps_parameters_and_requires_grad():
     '{"object": ' + "[" * 100_000 + "]" * 100_000 + "}",
     "not json",
     '{"no object": 1}',
+    '{"format": 99, "object": 1}',
+    "[1]",
 ])
 def test_a_hostile_structure_is_an_io_error(tmp_path, structure):
     strata.save_file({"w": strata.ones(1)}, tmp_path / "h", metadata={"strata.structure": structure})
