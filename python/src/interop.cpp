@@ -34,7 +34,7 @@ DType dtype_of_numpy(const py::dtype& dt) {
   const char kind = dt.kind();
   const auto size = dt.itemsize();
   if (dt.byteorder() == '>') {
-    throw py::type_error(
+    throw DTypeError(
         "from_numpy: big-endian arrays are not supported; use arr.astype(arr.dtype.newbyteorder('='))");
   }
   if (kind == 'b' && size == 1) return DType::Bool;
@@ -44,7 +44,7 @@ DType dtype_of_numpy(const py::dtype& dt) {
   if (kind == 'f' && size == 2) return DType::F16;
   if (kind == 'f' && size == 4) return DType::F32;
   if (kind == 'f' && size == 8) return DType::F64;
-  throw py::type_error("from_numpy: NumPy dtype " + std::string(py::str(static_cast<const py::handle&>(dt))) +
+  throw DTypeError("from_numpy: NumPy dtype " + std::string(py::str(static_cast<const py::handle&>(dt))) +
                        " has no Strata dtype; supported: bool, uint8, int32, int64, float16, float32, float64");
 }
 
@@ -59,7 +59,7 @@ py::dtype numpy_dtype_of(DType dtype) {
     case DType::F64: return py::dtype("float64");
     case DType::BF16: break;
   }
-  throw py::type_error("numpy(): NumPy has no bfloat16; convert first, e.g. t.float().numpy()");
+  throw DTypeError("numpy(): NumPy has no bfloat16; convert first, e.g. t.float().numpy()");
 }
 
 // Note [Read-only NumPy memory]
@@ -85,7 +85,7 @@ Tensor from_numpy(const py::array& array) {
   for (py::ssize_t d = 0; d < array.ndim(); ++d) {
     const int64_t stride = array.strides(d);
     if (stride < 0 || stride % item != 0) {
-      throw py::value_error("from_numpy: strides of " + std::to_string(stride) +
+      throw InvalidArgumentError("from_numpy: strides of " + std::to_string(stride) +
                             " bytes are not supported (negative, or not a multiple of the element size); "
                             "copy with numpy.ascontiguousarray first");
     }
@@ -107,7 +107,7 @@ Tensor from_numpy(const py::array& array) {
 
 py::array to_numpy(const Tensor& t) {
   if (!t.device().is_cpu()) {
-    throw py::type_error("numpy(): can't convert a " + t.device().str() +
+    throw TypeError("numpy(): can't convert a " + t.device().str() +
                          " tensor to NumPy; use .cpu() to copy it to host memory first");
   }
   if (t.requires_grad()) {
@@ -190,13 +190,13 @@ Tensor from_dlpack(py::object source) {
   py::object capsule = source;
   if (!PyCapsule_CheckExact(source.ptr())) {
     if (!py::hasattr(source, "__dlpack__")) {
-      throw py::type_error("from_dlpack: " + std::string(py::str(py::type::of(source).attr("__name__"))) +
+      throw TypeError("from_dlpack: " + type_name(source) +
                            " has no __dlpack__ method and is not a DLPack capsule");
     }
     capsule = source.attr("__dlpack__")();
   }
   if (!PyCapsule_IsValid(capsule.ptr(), kCapsuleName)) {
-    throw py::value_error("from_dlpack: the capsule is not a DLPack tensor, or was consumed already");
+    throw InvalidArgumentError("from_dlpack: the capsule is not a DLPack tensor, or was consumed already");
   }
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kCapsuleName));
   auto* consumed = new Consumed{};

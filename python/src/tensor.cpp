@@ -71,7 +71,7 @@ Tensor apply_index(const Tensor& self, py::handle index, bool for_assignment) {
       // PySlice_Unpack clamps bounds beyond 64 bits (t[:2**70] is t[:]), as Python's own sequences do.
       Py_ssize_t start = 0, stop = 0, step = 0;
       if (PySlice_Unpack(h.ptr(), &start, &stop, &step) != 0) throw py::error_already_set();
-      if (step <= 0) throw py::value_error("slice step must be greater than zero, got " + std::to_string(step));
+      STRATA_CHECK(step > 0, InvalidArgumentError, "slice step must be greater than zero, got {}", step);
       result = result.slice(d++, start, stop, step);
     } else if (py::isinstance<Tensor>(h)) {
       const Tensor& idx = h.cast<const Tensor&>();
@@ -200,11 +200,11 @@ void register_tensor(py::module_& m) {
   cls.def("shares_storage", &Tensor::shares_storage, py::arg("other"),
           "True when both tensors are views of one memory.");
   cls.def("__len__", [](const Tensor& t) {
-    if (t.dim() == 0) throw py::type_error("len() of a 0-d tensor");
+    if (t.dim() == 0) throw TypeError("len() of a 0-d tensor");
     return t.size(0);
   });
   cls.def("__iter__", [](const Tensor& t) {
-    if (t.dim() == 0) throw py::type_error("iteration over a 0-d tensor");
+    if (t.dim() == 0) throw TypeError("iteration over a 0-d tensor");
     py::list rows;
     for (int64_t i = 0; i < t.size(0); ++i) rows.append(t.select(0, i));
     return py::iter(rows);

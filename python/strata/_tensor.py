@@ -10,11 +10,15 @@ Tensor = _C.Tensor
 
 def _array_of(data):
     # Python floats become float32 and Python ints int64, as in PyTorch; a NumPy array keeps its dtype.
-    array = np.array(data, copy=True, order="C")
+    try:
+        array = np.array(data, copy=True, order="C")
+    except ValueError as e:
+        raise _C.InvalidArgumentError(f"tensor(): nested lists must be regular (every row as long): {e}") from None
     if array.dtype == np.float64 and not isinstance(data, (np.ndarray, np.generic)):
         array = array.astype(np.float32, order="C")
     if array.dtype == object:
-        raise TypeError(f"tensor(): could not infer a dtype from {type(data).__name__}; nested lists must be regular")
+        raise _C.TypeError(f"tensor(): could not infer a dtype from {type(data).__name__}: it takes numbers, nested "
+                           "lists of them (regular, ints within 64 bits), NumPy arrays and tensors")
     return array
 
 
