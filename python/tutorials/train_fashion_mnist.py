@@ -19,10 +19,11 @@ model = nn.Sequential(
     nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
     nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10)).fuse().to(device)  # as strata-train's
 optimizer = strata.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+# Images arrive as f32 in [0, 1] (scale_bytes, torchvision's ToTensor), in strata-train's order (seed 0, by epoch).
 train = strata.data.DataLoader(strata.data.FashionMNIST(args.data, train=True), batch_size=64, shuffle=True,
-                               prefetch=2, device=device)
+                               seed=0, prefetch=2, device=device, scale_bytes=True)
 test_set = strata.data.FashionMNIST(args.data, train=False)
-test = strata.data.DataLoader(test_set, batch_size=1000, device=device)
+test = strata.data.DataLoader(test_set, batch_size=1000, device=device, scale_bytes=True)
 
 for epoch in range(args.epochs):
     train.set_epoch(epoch)  # the shuffled order depends on (seed, epoch) only
