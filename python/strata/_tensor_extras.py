@@ -531,12 +531,14 @@ def _check_fill(self, op):
 
 def _uniform_(self, a=0.0, b=1.0):
     _check_fill(self, "uniform_")
-    return _C.nn.init.uniform_(self, a, b)
+    _C.nn.init.uniform_(self, a, b)
+    return self
 
 
 def _normal_(self, mean=0.0, std=1.0):
     _check_fill(self, "normal_")
-    return _C.nn.init.normal_(self, mean, std)
+    _C.nn.init.normal_(self, mean, std)
+    return self
 
 
 _export(_uniform_, "uniform_", function_too=False)

@@ -1,21 +1,30 @@
 """strata.nn.init (torch.nn.init): fill a tensor in place, without recording autograd, from the default generator
 of the tensor's device (strata.manual_seed makes them reproducible). Strata's C++ initialisers (strata/nn/init.h)."""
-import math
-
 import strata
-from strata._C.nn.init import (  # noqa: F401
-    _calculate_fan_in_and_fan_out,
-    calculate_gain,
-    constant_,
-    kaiming_normal_,
-    kaiming_uniform_,
-    normal_,
-    ones_,
-    uniform_,
-    xavier_normal_,
-    xavier_uniform_,
-    zeros_,
-)
+from strata._C.nn import init as _init
+from strata._C.nn.init import _calculate_fan_in_and_fan_out, calculate_gain  # noqa: F401
+
+
+def _returning_the_tensor(fill):
+    # The C++ function fills the tensor's memory and returns a new handle; PyTorch's return the very tensor.
+    def function(tensor, *args, **kwargs):
+        fill(tensor, *args, **kwargs)
+        return tensor
+
+    function.__name__ = function.__qualname__ = fill.__name__
+    function.__doc__ = fill.__doc__
+    return function
+
+
+uniform_ = _returning_the_tensor(_init.uniform_)
+normal_ = _returning_the_tensor(_init.normal_)
+constant_ = _returning_the_tensor(_init.constant_)
+zeros_ = _returning_the_tensor(_init.zeros_)
+ones_ = _returning_the_tensor(_init.ones_)
+xavier_uniform_ = _returning_the_tensor(_init.xavier_uniform_)
+xavier_normal_ = _returning_the_tensor(_init.xavier_normal_)
+kaiming_uniform_ = _returning_the_tensor(_init.kaiming_uniform_)
+kaiming_normal_ = _returning_the_tensor(_init.kaiming_normal_)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
@@ -50,5 +59,3 @@ def orthogonal_(tensor, gain=1.0):
     raise NotImplementedError("nn.init.orthogonal_ (torch.nn.init.orthogonal_) needs a QR decomposition, which Strata "
                               "does not have; use nn.init.xavier_uniform_ or kaiming_uniform_")
 
-
-del math

@@ -1,0 +1,299 @@
+"""Cases of issue 37's completeness list, written once against PyTorch's API so that the same code runs with
+`torch` and with `strata`: each case takes the library and returns named arrays (values and gradients).
+
+    # re-record the reference with a Python that has PyTorch 2.15 and NumPy 1.24 (the inputs' generator):
+    python3 python/tests/completeness_cases.py --record
+writes completeness_reference.json beside this file; test_completeness_reference.py compares Strata with it.
+"""
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+REFERENCE = pathlib.Path(__file__).with_name("completeness_reference.json")
+CASES = {}
+
+
+def case(function):
+    CASES[function.__name__] = function
+    return function
+
+
+def data(*shape, seed=0, scale=1.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+def grads_of(lib, output, *inputs):
+    """The output, and each input's gradient for a fixed upstream gradient."""
+    upstream = lib.tensor(data(*output.shape, seed=99)) if output.dim() else lib.tensor(1.0)
+    output.backward(upstream)
+    result = {"value": output.detach().numpy()}
+    for i, t in enumerate(inputs):
+        result[f"grad{i}"] = t.grad.numpy() if t.grad is not None else np.zeros(t.shape, np.float32)
+    return result
+
+
+def leaf(lib, array):
+    return lib.tensor(array, requires_grad=True)
+
+
+def probabilities(seed):
+    p = 1 / (1 + np.exp(-data(4, 5, seed=seed) * 2))
+    p[0, :2] = [0.0, 1.0]  # saturated, as sigmoid gives in float32
+    return p.astype(np.float32)
+
+
+targets01 = (np.random.default_rng(5).random((4, 5)) > 0.5).astype(np.float32)
+classes = np.array([0, 4, -100, 2, 1, 3], dtype=np.int64)
+class_weight = (data(5, seed=6) ** 2 + 0.1).astype(np.float32)
+
+
+@case
+def activations(lib):
+    F = lib.nn.functional
+    x = data(4, 6)
+    x[0, 0] = 0.0
+    out = {}
+    for name, f in [("leaky_relu", lambda t: F.leaky_relu(t, 0.2)), ("silu", F.silu), ("elu", F.elu),
+                    ("softplus", lambda t: F.softplus(t * 10)), ("relu6", lambda t: F.relu6(t * 5)),
+                    ("module_leaky", lib.nn.LeakyReLU()), ("module_silu", lib.nn.SiLU())]:
+        t = leaf(lib, x)
+        for k, v in grads_of(lib, f(t), t).items():
+            out[f"{name}.{k}"] = v
+    return out
+
+
+@case
+def bce(lib):
+    F, p = lib.nn.functional, leaf(lib, probabilities(1))
+    loss = F.binary_cross_entropy(p, lib.tensor(targets01), weight=lib.tensor(class_weight))
+    return grads_of(lib, loss, p)
+
+
+@case
+def bce_module_none(lib):
+    p = leaf(lib, probabilities(2))
+    return grads_of(lib, lib.nn.BCELoss(reduction="none")(p, lib.tensor(targets01)), p)
+
+
+@case
+def bce_with_logits(lib):
+    x = leaf(lib, data(4, 5, seed=3, scale=20))
+    loss = lib.nn.BCEWithLogitsLoss(pos_weight=lib.tensor(class_weight))(x, lib.tensor(targets01))
+    return grads_of(lib, loss, x)
+
+
+@case
+def bce_with_logits_zero_logits(lib):
+    x = leaf(lib, np.zeros((3, 2), np.float32))
+    return grads_of(lib, lib.nn.functional.binary_cross_entropy_with_logits(x, lib.ones(3, 2)), x)
+
+
+@case
+def l1_smooth_l1_huber(lib):
+    out = {}
+    for name, loss in [("l1", lib.nn.L1Loss()), ("smooth", lib.nn.SmoothL1Loss(beta=0.5)),
+                       ("smooth_sum", lib.nn.SmoothL1Loss(reduction="sum")), ("huber", lib.nn.HuberLoss(delta=0.7))]:
+        x = leaf(lib, data(4, 5, seed=7))
+        for k, v in grads_of(lib, loss(x, lib.tensor(data(4, 5, seed=8))), x).items():
+            out[f"{name}.{k}"] = v
+    return out
+
+
+@case
+def cross_entropy_weighted(lib):
+    out = {}
+    for reduction in ("mean", "sum", "none"):
+        for smoothing in (0.0, 0.2):
+            x = leaf(lib, data(6, 5, seed=9))
+            loss = lib.nn.CrossEntropyLoss(weight=lib.tensor(class_weight), reduction=reduction,
+                                           label_smoothing=smoothing)(x, lib.tensor(classes))
+            for k, v in grads_of(lib, loss, x).items():
+                out[f"{reduction}.{smoothing}.{k}"] = v
+    return out
+
+
+@case
+def cross_entropy_probabilities(lib):
+    target = np.abs(data(6, 5, seed=10))
+    target /= target.sum(1, keepdims=True)
+    x = leaf(lib, data(6, 5, seed=11))
+    loss = lib.nn.functional.cross_entropy(x, lib.tensor(target), weight=lib.tensor(class_weight), label_smoothing=0.1)
+    return grads_of(lib, loss, x)
+
+
+@case
+def nll_weighted(lib):
+    x = leaf(lib, data(6, 5, seed=12))
+    loss = lib.nn.NLLLoss(weight=lib.tensor(class_weight))(lib.log_softmax(x, 1), lib.tensor(classes))
+    return grads_of(lib, loss, x)
+
+
+@case
+def batch_norm_1d(lib):
+    lib.manual_seed(0)
+    out = {}
+    for shape in ((6, 3), (4, 3, 5)):
+        bn = lib.nn.BatchNorm1d(3)
+        x = leaf(lib, data(*shape, seed=13))
+        for k, v in grads_of(lib, bn(x), x).items():
+            out[f"{len(shape)}d.train.{k}"] = v
+        out[f"{len(shape)}d.running_mean"] = bn.running_mean.numpy()
+        out[f"{len(shape)}d.running_var"] = bn.running_var.numpy()
+        bn.eval()
+        out[f"{len(shape)}d.eval"] = bn(lib.tensor(data(*shape, seed=14))).detach().numpy()
+    return out
+
+
+@case
+def conv1d(lib):
+    F, out = lib.nn.functional, {}
+    for name, kwargs, k in [("strided", dict(stride=2, padding=1), 3), ("same_dilated", dict(padding="same",
+                                                                                             dilation=2), 3),
+                            ("same_even", dict(padding="same"), 4), ("groups", dict(groups=3), 2)]:
+        x, w, b = leaf(lib, data(2, 3, 9, seed=15)), leaf(lib, data(6, 3 // kwargs.get("groups", 1), k, seed=16)), \
+            leaf(lib, data(6, seed=17))
+        for key, v in grads_of(lib, F.conv1d(x, w, b, **kwargs), x, w, b).items():
+            out[f"{name}.{key}"] = v
+    return out
+
+
+@case
+def conv2d_same(lib):
+    x, w = leaf(lib, data(2, 3, 7, 6, seed=18)), leaf(lib, data(4, 3, 4, 3, seed=19))
+    return grads_of(lib, lib.nn.functional.conv2d(x, w, padding="same"), x, w)
+
+
+@case
+def max_pool_ceil_mode(lib):
+    out = {}
+    for k, s, p in ((2, 2, 0), (3, 2, 1), (3, 3, 0), (2, 3, 1)):
+        x = leaf(lib, data(1, 2, 7, 8, seed=20))
+        for key, v in grads_of(lib, lib.nn.MaxPool2d(k, s, p, ceil_mode=True)(x), x).items():
+            out[f"{k}{s}{p}.{key}"] = v
+    return out
+
+
+@case
+def pad_modes(lib):
+    out = {}
+    for mode in ("constant", "reflect", "replicate", "circular"):
+        x = leaf(lib, data(1, 2, 4, 5, seed=21))
+        for key, v in grads_of(lib, lib.nn.functional.pad(x, (1, 2, 2, 1), mode=mode), x).items():
+            out[f"{mode}.{key}"] = v
+    return out
+
+
+@case
+def embedding_padding_idx(lib):
+    w = leaf(lib, data(6, 3, seed=22))
+    index = lib.tensor(np.array([[0, 2, 5], [2, 2, 1]]))
+    return grads_of(lib, lib.nn.functional.embedding(index, w, padding_idx=2), w)
+
+
+@case
+def rounding_and_trigonometry(lib):
+    x = data(5, 6, seed=23, scale=3)
+    x[0, :4] = [0.5, 1.5, -2.5, 2.0]
+    out = {}
+    for name in ("round", "floor", "ceil", "trunc", "sin", "cos"):
+        t = leaf(lib, x)
+        for key, v in grads_of(lib, getattr(lib, name)(t), t).items():
+            out[f"{name}.{key}"] = v
+    out["sin_large"] = lib.sin(lib.tensor(data(50, seed=24, scale=100))).numpy()
+    return out
+
+
+@case
+def remainder_and_floor_division(lib):
+    a, b = data(4, 5, seed=25, scale=3), data(4, 5, seed=26, scale=3)
+    ta, tb = leaf(lib, a), leaf(lib, b)
+    out = {f"rem.{k}": v for k, v in grads_of(lib, ta % tb, ta, tb).items()}
+    out["floordiv"] = (lib.tensor(a) // lib.tensor(b)).numpy()
+    out["scalar_rem"] = (lib.tensor(a) % -1.5).numpy()
+    ints = lib.tensor(np.array([7, -7, 8, -9])), lib.tensor(np.array([3, 3, -3, -4]))
+    out["int_rem"], out["int_floordiv"] = (ints[0] % ints[1]).numpy(), (ints[0] // ints[1]).numpy()
+    return out
+
+
+@case
+def reductions(lib):
+    out = {}
+    for name, f in [("std", lambda t: t.std()), ("std_dim", lambda t: t.std(1, keepdim=True)),
+                    ("cumsum", lambda t: t.cumsum(1)), ("prod", lambda t: (t / 2).prod(1)),
+                    ("max_values", lambda t: t.max(1).values), ("topk", lambda t: t.topk(2).values),
+                    ("sort", lambda t: t.sort(0, descending=True).values),
+                    ("masked_select", lambda t: t.masked_select(t > 0)),
+                    ("masked_fill", lambda t: t.masked_fill(t > 0, 2.0)),
+                    ("where_scalar", lambda t: lib.where(t > 0, t, 0.0)), ("repeat", lambda t: t.repeat(2, 1, 2))]:
+        t = leaf(lib, data(4, 5, seed=27))
+        for key, v in grads_of(lib, f(t), t).items():
+            out[f"{name}.{key}"] = v
+    t = lib.tensor(data(4, 5, seed=27))
+    out["max_indices"], out["argsort"] = t.max(1).indices.numpy(), t.argsort(1).numpy()
+    out["nonzero"], out["where1"] = (t > 0).nonzero().numpy(), lib.where(t > 0)[1].numpy()
+    return out
+
+
+def _train(lib, make_optimizer):
+    w = leaf(lib, data(3, 4, seed=28))
+    x = lib.tensor(data(8, 3, seed=29))
+    optimizer = make_optimizer(lib, w)
+    for _ in range(15):
+        optimizer.zero_grad()
+        ((x @ w).tanh() ** 2).sum().backward()
+        optimizer.step()
+    return w.detach().numpy()
+
+
+@case
+def optimizers(lib):
+    return {
+        "rmsprop": _train(lib, lambda L, w: L.optim.RMSprop([w], lr=0.01)),
+        "rmsprop_momentum_wd": _train(lib, lambda L, w: L.optim.RMSprop([w], lr=0.01, momentum=0.9,
+                                                                         weight_decay=0.1)),
+        "rmsprop_centered": _train(lib, lambda L, w: L.optim.RMSprop([w], lr=0.01, centered=True, alpha=0.9,
+                                                                      momentum=0.5)),
+        "adagrad": _train(lib, lambda L, w: L.optim.Adagrad([w], lr=0.1)),
+        "adagrad_all": _train(lib, lambda L, w: L.optim.Adagrad([w], lr=0.1, lr_decay=0.01, weight_decay=0.1,
+                                                                 initial_accumulator_value=0.5)),
+    }
+
+
+def _lrs(lib, make_scheduler, metrics=None):
+    optimizer = lib.optim.SGD([leaf(lib, data(1))], lr=0.1)
+    scheduler, lrs = make_scheduler(lib, optimizer), []
+    for epoch in range(12):
+        optimizer.step()
+        scheduler.step(*([metrics[epoch]] if metrics else []))
+        lrs.append(optimizer.param_groups[0]["lr"])
+    return np.array(lrs)
+
+
+@case
+def schedulers(lib):
+    plateau = [1.0, 0.9, 0.95, 0.95, 0.95, 0.95, 0.8, 0.85, 0.85, 0.85, 0.85, 0.85]
+    get = lambda L, name: getattr(L.optim.lr_scheduler, name)  # noqa: E731
+    return {
+        "exponential": _lrs(lib, lambda L, o: get(L, "ExponentialLR")(o, 0.9)),
+        "lambda": _lrs(lib, lambda L, o: get(L, "LambdaLR")(o, lambda e: 1 / (e + 1))),
+        "multistep": _lrs(lib, lambda L, o: get(L, "MultiStepLR")(o, [3, 7], 0.5)),
+        "plateau": _lrs(lib, lambda L, o: get(L, "ReduceLROnPlateau")(o, patience=2), plateau),
+        "plateau_cooldown": _lrs(lib, lambda L, o: get(L, "ReduceLROnPlateau")(o, patience=1, cooldown=2,
+                                                                               factor=0.5), plateau),
+        "plateau_max_abs": _lrs(lib, lambda L, o: get(L, "ReduceLROnPlateau")(o, mode="max", patience=1,
+                                                                              threshold_mode="abs",
+                                                                              threshold=0.01), plateau),
+    }
+
+
+def run_all(lib):
+    return {name: {k: np.asarray(v).tolist() for k, v in f(lib).items()} for name, f in CASES.items()}
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--record"]:
+    import torch
+
+    REFERENCE.write_text(json.dumps({"recorded_with": f"torch {torch.__version__}", "cases": run_all(torch)}))
+    print(f"wrote {REFERENCE} ({len(CASES)} cases)")

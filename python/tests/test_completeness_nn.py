@@ -1,0 +1,163 @@
+"""strata.nn beyond the C++ layers (issue 37): hooks, containers, inplace=, nn.init, and PyTorch's errors for what
+is refused. Values and gradients against PyTorch are in test_completeness_reference.py."""
+import math
+
+import pytest
+
+import strata
+from strata import nn
+from strata.nn import functional as F
+
+
+def test_forward_pre_hook_replaces_the_input_and_forward_hook_the_output():
+    lin = nn.Linear(2, 1)
+    calls = []
+    pre = lin.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+    post = lin.register_forward_hook(lambda m, args, out: calls.append(out.shape) or out + 1)
+    out = lin(strata.ones(3, 2))
+    assert calls == [(3, 1)]
+    assert out.tolist() == (lin.bias.detach() + 1).expand(3, 1).tolist()
+    pre.remove()
+    post.remove()
+    assert lin(strata.ones(1, 2)).tolist() == lin.forward(strata.ones(1, 2)).tolist()
+
+
+def test_hooks_run_in_order_prepend_first_and_with_kwargs():
+    order = []
+    m = nn.Identity()
+    m.register_forward_hook(lambda *a: order.append("second"))
+    m.register_forward_hook(lambda *a: order.append("first"), prepend=True)
+    with m.register_forward_pre_hook(lambda mod, args, kwargs: (args, kwargs), with_kwargs=True):
+        m(strata.ones(1))
+    assert order == ["first", "second"]
+    assert not m._forward_pre_hooks
+
+
+def test_hook_sees_intermediate_activations_in_a_sequential():
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    seen = {}
+    model[1].register_forward_hook(lambda m, args, out: seen.setdefault("relu", out))
+    model(strata.randn(5, 4))
+    assert seen["relu"].shape == (5, 3) and float(seen["relu"].min()) >= 0
+
+
+def test_module_dict_and_parameter_list_register_their_contents():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.heads = nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Linear(2, 1)})
+            self.scales = nn.ParameterList([strata.ones(2), nn.Parameter(strata.zeros(1))])
+
+    net = Net()
+    keys = set(net.state_dict())
+    assert {"heads.a.weight", "heads.b.bias", "scales.0", "scales.1"} <= keys
+    assert len(list(net.parameters())) == 6
+    assert isinstance(net.scales[0], nn.Parameter) and net.scales[0].requires_grad
+    assert list(net.heads.keys()) == ["a", "b"] and "a" in net.heads and len(net.heads) == 2
+    net.heads["c"] = nn.Linear(1, 1)
+    assert "heads.c.weight" in net.state_dict()
+
+
+def test_module_list_extend_and_insert_number_as_pytorch():
+    layers = nn.ModuleList([nn.Linear(1, 1)])
+    layers.extend([nn.ReLU(), nn.Linear(1, 2)])
+    layers.insert(1, nn.Tanh())
+    assert [type(m).__name__ for m in layers] == ["Linear", "Tanh", "ReLU", "Linear"]
+    assert "3.weight" in nn.Sequential(*layers).state_dict() and "3.weight" in layers.state_dict()
+
+
+def test_relu_inplace_writes_into_a_tensor_without_grad():
+    x = strata.tensor([-1.0, 2.0])
+    out = nn.ReLU(inplace=True)(x)
+    assert out is x and x.tolist() == [0.0, 2.0]
+    y = strata.tensor([-1.0, 3.0])
+    assert F.dropout(y, 0.0, training=True, inplace=True) is y
+
+
+def test_relu_inplace_on_a_graph_gives_pytorchs_values_and_gradients():
+    # Note [inplace= without in-place autograd]: the input keeps its values, the result and gradients are right.
+    w = strata.tensor([-1.0, 2.0], requires_grad=True)
+    h = w * 3
+    out = F.relu(h, inplace=True)
+    (out * out).sum().backward()
+    assert out.tolist() == [0.0, 6.0] and w.grad.tolist() == [0.0, 36.0]
+
+
+def test_init_functions_fill_in_place_without_recording_a_graph():
+    w = nn.Parameter(strata.empty(64, 32))
+    for fill in (lambda t: nn.init.uniform_(t, -0.5, 0.5), nn.init.xavier_uniform_,
+                 lambda t: nn.init.kaiming_uniform_(t, a=math.sqrt(5)), nn.init.xavier_normal_,
+                 lambda t: nn.init.kaiming_normal_(t, mode="fan_out", nonlinearity="relu"),
+                 lambda t: nn.init.trunc_normal_(t, std=0.02), lambda t: nn.init.normal_(t, 0.0, 0.1)):
+        assert fill(w) is w
+        assert w.is_leaf and w.grad_fn is None and w.requires_grad
+    bound = math.sqrt(6 / (64 + 32))
+    nn.init.xavier_uniform_(w)
+    assert float(w.abs().max()) <= bound
+    nn.init.trunc_normal_(w, mean=0.0, std=1.0, a=-0.5, b=0.5)
+    assert float(w.abs().max()) <= 0.5
+    nn.init.constant_(w, 0.25)
+    assert float(w.min()) == float(w.max()) == 0.25
+    nn.init.zeros_(w)
+    nn.init.ones_(w.detach()[0])
+    assert float(w.sum()) == 32.0
+    assert nn.init.calculate_gain("relu") == pytest.approx(math.sqrt(2))
+    assert nn.init.calculate_gain("leaky_relu", 0.2) == pytest.approx(math.sqrt(2 / 1.04))
+
+
+def test_init_is_reproducible_under_manual_seed():
+    a, b = strata.empty(5, 5), strata.empty(5, 5)
+    strata.manual_seed(3)
+    nn.init.trunc_normal_(a)
+    strata.manual_seed(3)
+    nn.init.trunc_normal_(b)
+    assert a.tolist() == b.tolist()
+
+
+def test_conv1d_has_pytorchs_parameter_shapes_and_initial_range():
+    conv = nn.Conv1d(4, 6, 3, padding="same", groups=2)
+    assert conv.weight.shape == (6, 2, 3) and conv.bias.shape == (6,)
+    assert float(conv.weight.abs().max()) <= 1 / math.sqrt(2 * 3)
+    assert conv(strata.randn(2, 4, 10)).shape == (2, 6, 10)
+    assert conv(strata.randn(4, 10)).shape == (6, 10)  # unbatched, as PyTorch
+    assert nn.Conv1d(4, 6, 3, bias=False).bias is None
+
+
+def test_embedding_padding_idx_row_starts_at_zero_and_from_pretrained_freezes():
+    e = nn.Embedding(5, 3, padding_idx=-1)
+    assert e.padding_idx == 4 and e.weight[4].tolist() == [0.0, 0.0, 0.0]
+    table = strata.arange(6.0).reshape(3, 2)
+    frozen = nn.Embedding.from_pretrained(table)
+    assert frozen(strata.tensor([2])).tolist() == [[4.0, 5.0]] and not frozen.weight.requires_grad
+
+
+def test_bce_with_logits_pos_weight_is_a_buffer():
+    loss = nn.BCEWithLogitsLoss(pos_weight=strata.tensor([2.0]))
+    assert list(loss.state_dict()) == ["pos_weight"]
+
+
+@pytest.mark.parametrize("make, error", [
+    (lambda: nn.Conv2d(1, 1, 3, stride=2, padding="same"), ValueError),
+    (lambda: nn.Conv2d(1, 1, 3, padding="full"), ValueError),
+    (lambda: nn.Conv2d(1, 1, 3, padding_mode="reflect"), NotImplementedError),
+    (lambda: nn.Conv1d(3, 2, 3, groups=2), ValueError),
+    (lambda: nn.MaxPool2d(2, dilation=2), NotImplementedError),
+    (lambda: nn.Embedding(4, 2, max_norm=1.0), NotImplementedError),
+    (lambda: nn.Embedding(4, 2, padding_idx=4), ValueError),
+    (lambda: nn.CrossEntropyLoss(reduction="avg"), ValueError),
+    (lambda: nn.BatchNorm1d(3)(strata.ones(2, 3, 4, 5)), ValueError),
+    (lambda: F.binary_cross_entropy(strata.tensor([1.5]), strata.tensor([1.0])), strata.Error),
+    (lambda: F.binary_cross_entropy(strata.tensor([0.5]), strata.tensor([1.0, 0.0])), ValueError),
+    (lambda: F.cross_entropy(strata.ones(2, 3), strata.tensor([0, 1]), weight=strata.ones(4)), strata.ShapeError),
+    (lambda: F.cross_entropy(strata.ones(2, 3), strata.tensor([0, 5]), weight=strata.ones(3)), strata.IndexError),
+    (lambda: F.conv1d(strata.ones(1, 1, 1, 4), strata.ones(1, 1, 2)), strata.ShapeError),
+    (lambda: F.pad(strata.ones(2, 3), (1, 2, 3)), ValueError),
+    (lambda: F.pad(strata.ones(2, 3), (3, 0), mode="reflect"), ValueError),
+    (lambda: nn.init.trunc_normal_(strata.ones(2), std=0.0), ValueError),
+    (lambda: nn.init.kaiming_uniform_(strata.ones(2, 2), mode="fan_avg"), ValueError),
+    (lambda: nn.init.orthogonal_(strata.ones(2, 2)), NotImplementedError),
+    (lambda: nn.Linear(1, 1).register_forward_hook(3), TypeError),
+])
+def test_refusals_are_typed_errors(make, error):
+    with pytest.raises(error):
+        make()
