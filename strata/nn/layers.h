@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -20,6 +21,12 @@
 namespace strata::nn {
 
 using functional::Pair;
+
+/// Module::parameter_member for a layer whose parameters are the members `weight` and (when given) `bias`.
+inline Tensor* weight_or_bias(const std::string& name, Tensor& weight, Tensor* bias) {
+  if (name == "weight") return &weight;
+  return name == "bias" ? bias : nullptr;
+}
 
 // --- linear (layers.cpp) ---
 
@@ -49,6 +56,9 @@ class Linear : public Layer {
   LinearOptions options;
   Tensor weight;
   Tensor bias;  // undefined when options.bias_ is false
+
+ protected:
+  Tensor* parameter_member(const std::string& name) override { return weight_or_bias(name, weight, &bias); }
 };
 /// Gluon's and Keras's name for Linear.
 using Dense = Linear;
@@ -123,6 +133,9 @@ class Conv2d : public Layer {
   Conv2dOptions options;
   Tensor weight;
   Tensor bias;
+
+ protected:
+  Tensor* parameter_member(const std::string& name) override { return weight_or_bias(name, weight, &bias); }
 };
 
 struct Pool2dOptions {
@@ -182,6 +195,9 @@ class BatchNorm2d : public Layer {
   BatchNorm2dOptions options;
   Tensor weight, bias;
   Tensor running_mean, running_var, num_batches_tracked;
+
+ protected:
+  Tensor* parameter_member(const std::string& name) override { return weight_or_bias(name, weight, &bias); }
 };
 
 struct LayerNormOptions {
@@ -204,6 +220,9 @@ class LayerNorm : public Layer {
 
   LayerNormOptions options;
   Tensor weight, bias;
+
+ protected:
+  Tensor* parameter_member(const std::string& name) override { return weight_or_bias(name, weight, &bias); }
 };
 
 /// Zeroes elements with probability p in training mode (scaling the rest by 1/(1-p)); identity in eval mode.
@@ -220,6 +239,9 @@ class Embedding : public Layer {
   Embedding(int64_t num_embeddings, int64_t embedding_dim, TensorOptions tensor_options = {});
   Tensor forward(const Tensor& indices) override;
   Tensor weight;
+
+ protected:
+  Tensor* parameter_member(const std::string& name) override { return weight_or_bias(name, weight, nullptr); }
 };
 
 // --- containers (layers.cpp) ---

@@ -67,6 +67,20 @@ Tensor& Module::register_parameter(const std::string& name, Tensor value, bool r
   return parameters_.back().second;
 }
 
+void Module::replace_parameter(const std::string& name, const Tensor& value) {
+  STRATA_CHECK(value.defined(), InvalidArgumentError, "{}: replace_parameter: '{}' would be an undefined tensor",
+               describe(), name);
+  for (auto& [own_name, tensor] : parameters_) {
+    if (own_name != name) continue;
+    tensor = value;
+    if (Tensor* member = parameter_member(name)) *member = value;
+    return;
+  }
+  STRATA_THROW(InvalidArgumentError, "{}: replace_parameter: no parameter named '{}'", describe(), name);
+}
+
+Tensor* Module::parameter_member(const std::string&) { return nullptr; }
+
 Tensor& Module::register_buffer(const std::string& name, Tensor value) {
   check_new_name(name, "buffer");
   STRATA_CHECK(value.defined(), InvalidArgumentError, "{}: register_buffer: '{}' is an undefined tensor", describe(),

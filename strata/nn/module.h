@@ -65,6 +65,9 @@ class Module {
   Tensor& register_parameter(const std::string& name, Tensor value, bool requires_grad = true);
   /// Registers a buffer: state that is saved and moved but not trained (BatchNorm's running statistics).
   Tensor& register_buffer(const std::string& name, Tensor value);
+  /// Makes the registered parameter `name` this very tensor, which forward then reads: weight tying, as PyTorch's
+  /// `decoder.weight = embedding.weight`. Shared, not copied: both users accumulate into one gradient.
+  void replace_parameter(const std::string& name, const Tensor& value);
   /// Registers a child module; its parameters appear as "<name>.<its name>".
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
@@ -107,6 +110,9 @@ class Module {
  protected:
   /// Throws DeviceMismatchError naming this module and the first own parameter or buffer not on input's device.
   void check_device(const Tensor& input) const;
+  /// The member in which a layer keeps parameter `name` for its forward (replace_parameter updates it too); nullptr
+  /// when the parameter lives only in the registry.
+  virtual Tensor* parameter_member(const std::string& name);
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);

@@ -21,7 +21,7 @@ Tensor leaf(std::vector<float> values) {
 
 TEST(InPlace, EveryWriteBumpsTheVersionOfEveryView) {
   Tensor t = zeros({4});
-  const Tensor view = t.narrow(0, 1, 2);
+  Tensor view = t.narrow(0, 1, 2);
   const uint64_t before = t.version();
   view.fill_(1);
   add_(t, ones({4}));

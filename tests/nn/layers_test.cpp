@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
 #include "strata/nn/layers.h"
@@ -32,6 +33,7 @@ class LayersOnDevice : public ::testing::TestWithParam<Device> {
   // Linear(3, 2) with weight [[1, 2, 3], [-1, 0, 1]] and bias [0.5, -0.5].
   Linear known_linear() {
     Linear fc(nn::LinearOptions(3, 2).device(device()));
+    NoGradGuard no_grad;  // parameters are written as an optimizer writes them
     fc.weight.copy_(tensor<float>({1, 2, 3, -1, 0, 1}, {2, 3}, device()));
     fc.bias.copy_(tensor<float>({0.5f, -0.5f}, {}, device()));
     return fc;
@@ -59,7 +61,10 @@ TEST_P(LayersOnDevice, LinearWithoutBias) {
   Linear fc(nn::LinearOptions(3, 2).bias(false).device(device()));
   EXPECT_FALSE(fc.bias.defined());
   EXPECT_EQ(fc.parameters().size(), 1u);
-  fc.weight.copy_(tensor<float>({1, 2, 3, -1, 0, 1}, {2, 3}, device()));
+  {
+    NoGradGuard no_grad;
+    fc.weight.copy_(tensor<float>({1, 2, 3, -1, 0, 1}, {2, 3}, device()));
+  }
   expect_near(values(fc(tensor<float>({1, 0, 2}, {1, 3}, device()))), {7.0f, 1.0f});
 }
 

@@ -40,16 +40,27 @@ class Module:
     # --- registration by attribute ---
     def __setattr__(self, name, value):
         params = self.__dict__.get("_parameters")
+        # A layer that runs in C++ (strata.nn.layers) reads its own handles: what is assigned here must reach them,
+        # or its forward would go on using the old tensor (weight tying) or the old mode.
+        cpp = self.__dict__.get("_cpp")
         if isinstance(value, Parameter) or isinstance(value, Module):
             if params is None:
                 raise AttributeError(f"cannot assign '{name}' before Module.__init__() is called")
+            if cpp is not None and isinstance(value, Parameter) and params.get(name) is not None:
+                cpp.replace_parameter(name, value)
             self._forget(name)
             (params if isinstance(value, Parameter) else self._modules)[name] = value
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
                                 "(strata.nn.Parameter or None expected)")
+            if cpp is not None and params[name] is not None:
+                raise NotImplementedError(f"{type(self).__name__}.{name} = None: this layer runs in C++ and cannot "
+                                          f"drop its '{name}'; make the layer without it instead")
             params[name] = None
+        elif name == "training" and cpp is not None:
+            object.__setattr__(self, name, value)
+            cpp.train(bool(value))
         elif params is not None and name in self._buffers:
             if value is not None and not isinstance(value, _C.Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (a tensor or None)")
