@@ -268,9 +268,13 @@ def test_concat_and_iterable_datasets():
     assert [b.tolist() for b in DataLoader(Stream(), batch_size=3)] == [[0, 1, 2], [3, 4, 5], [6]]
 
 
-def test_worker_processes_are_refused_clearly():
-    with pytest.raises(NotImplementedError, match="num_workers"):
-        DataLoader(Squares(3), num_workers=2)
+def test_worker_options_are_checked_as_pytorch_does():
+    with pytest.raises(ValueError, match="num_workers"):
+        DataLoader(Squares(3), num_workers=-1)
+    with pytest.raises(ValueError, match="prefetch_factor"):
+        DataLoader(Squares(3), prefetch_factor=2)
+    with pytest.raises(NotImplementedError, match="IterableDataset"):
+        DataLoader(IterableDataset(), num_workers=2)
 
 
 def test_batches_on_a_device():

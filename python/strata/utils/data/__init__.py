@@ -6,3 +6,4 @@ from strata.utils.data.dataset import (ConcatDataset, Dataset, IterableDataset, 
                                        random_split)
 from strata.utils.data.sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,  # noqa: F401
                                        SubsetRandomSampler)
+from strata.utils.data.worker import WorkerInfo, get_worker_info  # noqa: F401

@@ -7,6 +7,7 @@ from strata import _C
 from strata.utils.data.collate import default_collate, default_convert
 from strata.utils.data.dataset import IterableDataset, batches_in_cpp
 from strata.utils.data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from strata.utils.data.worker import WorkerBatches
 
 
 class _SeededSampler(Sampler):
@@ -47,7 +48,9 @@ class DataLoader:
     """Batches of a dataset (PyTorch's DataLoader). Beyond PyTorch's arguments, Strata's: `device` (where batches
     are delivered), `non_blocking`, `prefetch` (batches of Strata's datasets prepared ahead on a thread without
     the GIL), `seed` (the shuffled order depends on (seed, epoch) only; `set_epoch` picks the epoch) and
-    `scale_bytes` (u8 data of Strata's datasets becomes f32 in [0, 1], as torchvision's ToTensor)."""
+    `scale_bytes` (u8 data of Strata's datasets becomes f32 in [0, 1], as torchvision's ToTensor). Worker
+    processes (num_workers) read Python datasets; Strata's own datasets gather whole batches in C++ without the GIL
+    and need none, so they ignore num_workers."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
                  collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
@@ -56,11 +59,17 @@ class DataLoader:
         if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 0:
             raise strata.InvalidArgumentError(f"DataLoader: num_workers option should be a non-negative integer, "
                                               f"got {num_workers!r}")
-        if num_workers > 0 or persistent_workers or prefetch_factor is not None:
-            raise NotImplementedError(
-                "DataLoader: worker processes (PyTorch's num_workers > 0, prefetch_factor, persistent_workers) are "
-                "not implemented; use num_workers=0, and prefetch=N to prepare batches of Strata's datasets "
-                "(TensorDataset, FashionMNIST, Subset) on a background thread without the GIL")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise strata.InvalidArgumentError("DataLoader: prefetch_factor option could only be specified in "
+                                              "multiprocessing. let num_workers > 0 to enable multiprocessing")
+        if num_workers == 0 and persistent_workers:
+            raise strata.InvalidArgumentError("DataLoader: persistent_workers option needs num_workers > 0")
+        if num_workers > 0 and isinstance(dataset, IterableDataset):
+            raise NotImplementedError("DataLoader: worker processes (num_workers > 0) for an IterableDataset are not "
+                                      "implemented; use num_workers=0")
+        if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or prefetch_factor <= 0):
+            raise strata.InvalidArgumentError(f"DataLoader: prefetch_factor should be a positive integer, got "
+                                              f"{prefetch_factor!r}")
         if timeout < 0:
             raise strata.InvalidArgumentError("DataLoader: timeout option should be non-negative")
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
@@ -89,6 +98,10 @@ class DataLoader:
         self.batch_size = batch_size
         self.drop_last = drop_last
         self.num_workers = num_workers
+        self.prefetch_factor = 2 if num_workers > 0 and prefetch_factor is None else prefetch_factor
+        # Workers start again for every iteration: a dataset's state in them does not persist.
+        self.persistent_workers = persistent_workers
+        self.multiprocessing_context = multiprocessing_context
         self.pin_memory = pin_memory
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
@@ -158,17 +171,25 @@ class DataLoader:
         return length // self.batch_size if self.drop_last else -(-length // self.batch_size)
 
     def __iter__(self):
+        # As PyTorch's iterators, every iteration draws a base seed first (its workers' seeds), with workers or
+        # without, so that a shuffle is the same for any num_workers and for Strata's datasets and Python's.
+        base_seed = _C.data.draw_seed(self.generator) >> 1
         if self._cpp_dataset is not None:
             loader = self._cpp_loader
             if loader is None:  # shuffled: this iteration's order from a seed drawn now, as RandomSampler's
                 loader = self._make_cpp_loader(True, _C.data.draw_seed(self.generator))
             return _Iterator(iter(loader), list)
-        return _Iterator(self._python_batches(), None)
+        return _Iterator(self._python_batches(base_seed), None)
 
-    def _python_batches(self):
+    def _python_batches(self, base_seed):
         dataset, collate = self.dataset, self.collate_fn
-        if isinstance(dataset, IterableDataset):
+        if self.num_workers > 0:
+            tasks = self.batch_sampler if self.batch_sampler is not None else self.sampler
+            batches = WorkerBatches(self, tasks, base_seed)
+        elif isinstance(dataset, IterableDataset):
             batches = self._iterable_batches()
+        elif self.batch_sampler is not None and hasattr(dataset, "__getitems__"):
+            batches = (collate(dataset.__getitems__(indices)) for indices in self.batch_sampler)
         elif self.batch_sampler is not None:
             batches = (collate([dataset[i] for i in indices]) for indices in self.batch_sampler)
         else:
