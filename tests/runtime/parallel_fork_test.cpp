@@ -1,0 +1,75 @@
+// Note [Thread pools after fork]: a forked child computes on the pools its parent used. Each child is bounded in
+// time (alarm), so a hang fails the test instead of the suite.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <thread>
+
+#include "strata/runtime/parallel.h"
+#include "strata/tensor/factories.h"
+#include "strata/tensor/functions.h"
+
+namespace strata {
+namespace {
+
+// A product large enough for oneDNN on every thread of the pool, and a region of our own pool; true when both are
+// right.
+bool products_and_regions_work() {
+  const Tensor a = full({256, 256}, 1.0f);
+  const float corner = matmul(a, a).to_vector<float>()[0];
+  std::atomic<int64_t> sum{0};
+  parallel_for(1 << 16, 1, [&](int64_t begin, int64_t end) { sum += end - begin; });
+  return corner == 256.0f && sum.load() == (1 << 16);
+}
+
+// Runs `child` in a forked process with `seconds` to finish; its exit status (0 when `child` returned true), or -1
+// for a child that was killed (by the alarm, or a crash).
+int in_forked_child(const std::function<bool()>& child, unsigned seconds = 60) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(seconds);
+    _exit(child() ? 0 : 3);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -2;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(ThreadPoolsAfterFork, AChildComputesAfterItsParentDid) {
+  ASSERT_TRUE(products_and_regions_work());
+  EXPECT_EQ(in_forked_child(products_and_regions_work), 0);
+  EXPECT_TRUE(products_and_regions_work()) << "the parent's pools are untouched";
+}
+
+TEST(ThreadPoolsAfterFork, AGrandchildComputesToo) {
+  ASSERT_TRUE(products_and_regions_work());
+  EXPECT_EQ(in_forked_child([] { return products_and_regions_work() && in_forked_child(products_and_regions_work) == 0; }),
+            0);
+}
+
+TEST(ThreadPoolsAfterFork, AForkWhileAnotherThreadRunsRegions) {
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    while (!stop) products_and_regions_work();
+  });
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(in_forked_child(products_and_regions_work), 0) << "fork " << i;
+  stop = true;
+  busy.join();
+}
+
+TEST(ThreadPoolsAfterFork, AChildsOtherThreadsStartTeamsOfTheirOwn) {
+  ASSERT_TRUE(products_and_regions_work());
+  EXPECT_EQ(in_forked_child([] {
+              bool ok = false;
+              std::thread t([&] { ok = products_and_regions_work(); });
+              t.join();
+              return ok && products_and_regions_work();
+            }),
+            0);
+}
+
+}  // namespace
+}  // namespace strata
