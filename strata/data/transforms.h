@@ -13,7 +13,8 @@ namespace strata::data {
 // Transforms take a whole batch, f32 in host memory, shaped [N, C, H, W] or [N, H, W] (one channel), and run in the
 // DataLoader's thread on the CPU with plain loops. They may work in place: the loader hands each one a batch it owns.
 // Random transforms keep their own generator, seeded at construction, so a run is reproducible; the loader calls
-// them on the batches in order, from one thread.
+// them on one batch at a time: an iteration's batches in order, from its thread, and with several iterations at
+// once (DataLoader's iterations are independent) one call after another.
 
 /// A batch transform (see Note [Batch transforms]).
 using Transform = std::function<Tensor(Tensor)>;
