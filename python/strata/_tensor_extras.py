@@ -8,6 +8,7 @@ back through them.
 """
 import builtins
 import collections
+import functools
 import math
 
 import numpy as np
@@ -422,7 +423,7 @@ def split(tensor, split_size_or_sections, dim=0):
         sections = [builtins.min(step, size - start) for start in range(0, size, step)] or [0]
     else:
         sections = list(split_size_or_sections)
-        if sum(sections) != size:
+        if builtins.sum(sections) != size:
             raise ValueError(f"split: split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
                              f"size at dimension {dim}), but got split_sizes={sections}")
     out, start = [], 0
@@ -543,4 +544,44 @@ def _normal_(self, mean=0.0, std=1.0):
 
 _export(_uniform_, "uniform_", function_too=False)
 _export(_normal_, "normal_", function_too=False)
+
+
+# --- NumPy's spellings that PyTorch accepts: axis= for dim= (D2L writes X.sum(axis=0)), size= for the shape
+def _with_aliases(function, aliases):
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        for alias, name in aliases:
+            if alias in kwargs:
+                if name in kwargs:
+                    raise TypeError(f"{function.__name__}(): got both {alias}= and {name}=")
+                kwargs[name] = kwargs.pop(alias)
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+def _with_size_keyword(function):
+    @functools.wraps(function)
+    def wrapper(*args, size=None, **kwargs):
+        if size is not None:
+            if args:
+                raise TypeError(f"{function.__name__}(): got the size both as arguments and as size=")
+            args = (size,) if isinstance(size, int) else tuple(size)
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+for _name in ("sum", "mean", "argmax", "argmin", "max", "min", "std", "var", "cumsum", "prod", "any", "all",
+              "softmax", "log_softmax", "logsumexp", "squeeze", "unsqueeze", "cat", "stack"):
+    if hasattr(Tensor, _name):
+        setattr(Tensor, _name, _with_aliases(getattr(Tensor, _name), [("axis", "dim")]))
+    _function = globals().get(_name) or getattr(_C, _name, None)
+    if _function is not None:
+        globals()[_name] = _with_aliases(_function, [("axis", "dim")])
+        if _name not in __all__:
+            __all__.append(_name)
+for _name in ("zeros", "ones", "empty", "rand", "randn"):
+    globals()[_name] = _with_size_keyword(getattr(_C, _name))
+    __all__.append(_name)
 del _f, _name, _method, _function

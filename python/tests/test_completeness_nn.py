@@ -161,3 +161,14 @@ def test_bce_with_logits_pos_weight_is_a_buffer():
 def test_refusals_are_typed_errors(make, error):
     with pytest.raises(error):
         make()
+
+
+def test_dropout_reads_p_and_training_when_called():
+    drop = nn.Dropout(0.5)
+    drop.p = 0.0
+    x = strata.ones(1000)
+    assert drop(x).tolist() == x.tolist()
+    drop.p = 1.0
+    assert float(drop(x).sum()) == 0.0
+    drop.training = False
+    assert drop(x).tolist() == x.tolist()

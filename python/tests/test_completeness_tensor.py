@@ -112,3 +112,12 @@ def test_rounding_has_zero_gradient_and_keeps_requires_grad():
     assert y.requires_grad and y.tolist() == [0.0, 2.0, -0.0]
     (y.sum() + x.sum()).backward()
     assert x.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_numpy_spellings_axis_and_size_are_accepted():
+    x = strata.arange(6.0).reshape(2, 3)
+    assert x.sum(axis=0).tolist() == [3.0, 5.0, 7.0] and strata.argmax(x, axis=1).tolist() == [2, 2]
+    assert x.max(axis=1).values.tolist() == [2.0, 5.0] and strata.cat([x, x], axis=1).shape == (2, 6)
+    assert strata.zeros(size=(2, 3)).shape == (2, 3) and strata.rand(size=(4,)).shape == (4,)
+    with pytest.raises(TypeError):
+        x.sum(axis=0, dim=1)

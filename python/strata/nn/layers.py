@@ -118,11 +118,15 @@ class LayerNorm(_CppLayer):
 
 class Dropout(_CppLayer):
     def __init__(self, p=0.5, inplace=False):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         super().__init__(_C.nn.Dropout(p), p=p, inplace=inplace)
-        self.inplace = inplace
+        self.p, self.inplace = p, inplace
 
     def forward(self, x):
-        return F._finish_in_place(x, self._cpp(x), self.inplace)  # Note [inplace= without in-place autograd]
+        # p and training as they are now, as PyTorch reads them: a p set after construction, or training set
+        # directly, counts (the C++ layer only mirrors train()).
+        return F.dropout(x, self.p, self.training, self.inplace)
 
 
 class Embedding(_CppLayer):
