@@ -31,16 +31,17 @@ class _SeededSampler(Sampler):
         return len(self.data_source)
 
 
-def _to_device(batch, device, non_blocking):
+def _map_tensors(batch, fn):
+    """`batch` with fn applied to each tensor in it, through dicts, lists, tuples and named tuples."""
     if isinstance(batch, strata.Tensor):
-        return batch.to(device, non_blocking=non_blocking)
+        return fn(batch)
     if isinstance(batch, dict):
-        return {k: _to_device(v, device, non_blocking) for k, v in batch.items()}
+        return {k: _map_tensors(v, fn) for k, v in batch.items()}
     if isinstance(batch, list):
-        return [_to_device(v, device, non_blocking) for v in batch]
+        return [_map_tensors(v, fn) for v in batch]
     if isinstance(batch, tuple):
-        moved = [_to_device(v, device, non_blocking) for v in batch]
-        return type(batch)(*moved) if hasattr(batch, "_fields") else tuple(moved)
+        mapped = [_map_tensors(v, fn) for v in batch]
+        return type(batch)(*mapped) if hasattr(batch, "_fields") else tuple(mapped)
     return batch
 
 
@@ -196,8 +197,10 @@ class DataLoader:
             batches = (collate(dataset[i]) for i in self.sampler)
         for batch in batches:
             if self.pin_memory and strata.cuda.is_available():
-                batch = _pin(batch)
-            yield batch if self.device is None else _to_device(batch, self.device, self.non_blocking)
+                batch = _map_tensors(batch, lambda t: t.pin_memory())
+            if self.device is not None:
+                batch = _map_tensors(batch, lambda t: t.to(self.device, non_blocking=self.non_blocking))
+            yield batch
 
     def _iterable_batches(self):
         if self.batch_size is None:
@@ -229,14 +232,3 @@ class _Iterator:
         with self._lock:
             batch = next(self._batches)
         return batch if self._convert is None else self._convert(batch)
-
-
-def _pin(batch):
-    if isinstance(batch, strata.Tensor):
-        return batch.pin_memory()
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(_pin(b) for b in batch) if not hasattr(batch, "_fields") else type(batch)(
-            *(_pin(b) for b in batch))
-    if isinstance(batch, dict):
-        return {k: _pin(v) for k, v in batch.items()}
-    return batch
