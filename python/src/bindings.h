@@ -13,6 +13,21 @@
 
 #include "strata/strata.h"
 
+namespace strata::python {
+
+// Note [One Python object per tensor]
+// As in PyTorch, a tensor has one Python object while that object lives: t.to("cpu") is t, t.contiguous() is t,
+// w.grad is w.grad, and a C++ layer's weight is the Parameter that wraps it. The bindings keep a weak reference to
+// the object of each tensor (by Tensor::identity); the caster returns it when alive and remembers each new one.
+// A Parameter made from a tensor takes its place (strata.nn.Parameter calls _C._adopt).
+
+/// The live Python object of this tensor, as a new reference, or a null handle.
+pybind11::handle existing_object(const Tensor& t);
+/// Remembers `object` (a new reference to a tensor's object, returned as is) as its tensor's object.
+pybind11::handle remember_object(pybind11::handle object);
+
+}  // namespace strata::python
+
 namespace pybind11::detail {
 
 /// Python bool, int and float, and NumPy scalars, become a strata::Scalar. Tensors do not: `t + u` must pick the
@@ -30,19 +45,24 @@ struct type_caster<strata::Scalar> {
 
 /// Tensors as pybind11 registers them, with two guards (Note [Tensors Python cannot break]): an instance whose
 /// __init__ never ran (strata.Tensor.__new__(strata.Tensor)) is refused instead of read, and an undefined tensor
-/// reaches Python as None.
+/// reaches Python as None. A tensor that already has a Python object comes back as that object (Note [One Python
+/// object per tensor]); a new one holds its own handle (a copy: handles are cheap, and never dangle).
 template <>
 struct type_caster<strata::Tensor> : type_caster_base<strata::Tensor> {
   using Base = type_caster_base<strata::Tensor>;
   bool load(handle src, bool convert);
-  static handle cast(const strata::Tensor& t, return_value_policy policy, handle parent) {
-    return t.defined() ? Base::cast(t, policy, parent) : none().release();
+  static handle cast(const strata::Tensor& t, return_value_policy, handle parent) {
+    if (!t.defined()) return none().release();
+    if (handle existing = strata::python::existing_object(t)) return existing;
+    return strata::python::remember_object(Base::cast(t, return_value_policy::copy, parent));
   }
-  static handle cast(strata::Tensor&& t, return_value_policy policy, handle parent) {
-    return t.defined() ? Base::cast(std::move(t), policy, parent) : none().release();
+  static handle cast(strata::Tensor&& t, return_value_policy, handle parent) {
+    if (!t.defined()) return none().release();
+    if (handle existing = strata::python::existing_object(t)) return existing;
+    return strata::python::remember_object(Base::cast(std::move(t), return_value_policy::move, parent));
   }
   static handle cast(const strata::Tensor* t, return_value_policy policy, handle parent) {
-    return t != nullptr && t->defined() ? Base::cast(t, policy, parent) : none().release();
+    return t != nullptr ? cast(*t, policy, parent) : none().release();
   }
 };
 
@@ -134,5 +154,7 @@ void register_interop(py::module_& m);
 void register_nn(py::module_& m);
 /// Datasets and the DataLoader (data.cpp).
 void register_data(py::module_& m);
+/// _adopt: Note [One Python object per tensor] (identity.cpp).
+void register_identity(py::module_& m);
 
 }  // namespace strata::python

@@ -226,5 +226,6 @@ PYBIND11_MODULE(_C, m) {
   register_interop(m);
   register_nn(m);
   register_data(m);
+  register_identity(m);
   rewrite_argument_errors(m);
 }

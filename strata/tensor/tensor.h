@@ -74,6 +74,9 @@ class Tensor {
   }
   /// True when both handles are the same tensor (not merely the same data).
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  /// Equal for handles to the same tensor (is_same): a key for maps from tensors, such as the Python bindings' one
+  /// object per tensor.
+  const void* identity() const { return impl_.get(); }
   /// True when this is the only handle to the tensor and no other tensor shares its storage: nobody else can see a
   /// write to it.
   bool is_sole_owner() const { return impl_ != nullptr && impl_.use_count() == 1 && impl_->storage.use_count() == 1; }

@@ -15,12 +15,14 @@ class Parameter(_C.Tensor):
         data = strata.empty(0) if data is None else data
         super().__init__(data.detach())
         self.requires_grad_(requires_grad)
+        _C._adopt(self)  # Note [One Python object per tensor]
 
     @classmethod
     def _of(cls, t):
         """The very tensor `t` (same handle, same gradient) seen as a Parameter: how C++ layers' weights appear."""
         p = cls.__new__(cls)
         _C.Tensor.__init__(p, t)
+        _C._adopt(p)
         return p
 
     def __repr__(self):

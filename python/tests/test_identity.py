@@ -1,0 +1,40 @@
+"""One Python object per tensor, as in PyTorch (issue 37, item 6): user code such as D2L's GPU chapter tests
+`Z.to(device) is Z`."""
+import gc
+
+import strata
+from strata import nn
+
+
+def test_ops_that_return_the_tensor_itself_return_the_same_object():
+    t = strata.ones(2, 3)
+    assert t.to("cpu") is t
+    assert t.to(strata.float32) is t
+    assert t.float() is t
+    assert t.contiguous() is t
+    assert t.cpu() is t
+    assert t.t().contiguous() is not t
+
+
+def test_grad_is_the_same_object_while_it_lives():
+    w = strata.ones(2, requires_grad=True)
+    (w * 2).sum().backward()
+    g = w.grad
+    assert w.grad is g
+    w.grad = None
+    assert w.grad is None
+
+
+def test_a_layers_parameters_are_the_parameter_objects():
+    lin = nn.Linear(2, 2)
+    assert list(lin.parameters())[0] is lin.weight
+    assert lin._cpp.named_parameters()[0][1] is lin.weight
+
+
+def test_objects_are_forgotten_when_they_die():
+    t = strata.ones(2)
+    first = id(t.detach())  # a new tensor each time: never the same object as a dead one's
+    del t
+    gc.collect()
+    u = strata.ones(2)
+    assert u.to("cpu") is u and isinstance(first, int)
