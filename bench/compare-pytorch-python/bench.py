@@ -62,7 +62,7 @@ def python_epoch_seconds(train_images):
     train_set = strata.data.FashionMNIST(DATA, train=True)
     if train_images:
         train_set = strata.data.TensorDataset(train_set.data[:train_images], train_set.targets[:train_images])
-    loader = strata.data.DataLoader(train_set, batch_size=64, shuffle=True, prefetch=2)
+    loader = strata.data.DataLoader(train_set, batch_size=64, shuffle=True, seed=0, prefetch=2, scale_bytes=True)
     loss_sum, correct = strata.zeros(()), strata.zeros((), dtype=strata.int64)
     model.train()
     start = time.perf_counter()
