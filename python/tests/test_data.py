@@ -46,3 +46,17 @@ def test_fashion_mnist():
     assert y.shape == (64,) and y.dtype == strata.int64
     with pytest.raises(OSError):
         FashionMNIST(root="/nonexistent")
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/share/datasets/fashion-mnist"),
+                    reason="Fashion-MNIST is not installed (Debian's dataset-fashion-mnist)")
+def test_fashion_mnist_transforms_apply_through_subsets_and_the_loader():
+    plain = FashionMNIST(train=False)
+    image, label = plain[0]
+    assert image.dtype == strata.uint8 and isinstance(label, int)
+    scaled = FashionMNIST(train=False, transform=lambda x: x.unsqueeze(0).float() / 255,
+                          target_transform=lambda y: y + 100)
+    x, y = next(iter(DataLoader(strata.data.Subset(scaled, [0, 1]), batch_size=2)))
+    assert x.shape == (2, 1, 28, 28) and x.dtype == strata.float32 and y.tolist() == [label + 100, plain[1][1] + 100]
+    x, y = next(iter(DataLoader(strata.data.Subset(plain, [1, 0]), batch_size=2)))
+    assert x.dtype == strata.uint8 and y.tolist() == [plain[1][1], label]
