@@ -39,3 +39,28 @@ def test_setting_training_directly_stops_dropout():
     assert drop(x).tolist() == x.tolist()
     drop.training = True
     assert drop(x).tolist() != x.tolist()
+
+
+def test_deepcopy_of_a_model_is_independent_and_equal():
+    import copy
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    model.eval()
+    twin = copy.deepcopy(model)
+    x = strata.randn(5, 3)
+    assert twin(x).tolist() == model(x).tolist()
+    assert not twin.training and not twin[2].training
+    with strata.no_grad():
+        twin[0].weight.fill_(0.0)
+    assert twin(x).tolist() != model(x).tolist()
+    assert all(p is not q for p, q in zip(twin.parameters(), model.parameters()))
+
+
+def test_deepcopy_keeps_a_tied_weight_tied():
+    import copy
+    emb = nn.Embedding(5, 3)
+    dec = nn.Linear(3, 5, bias=False)
+    dec.weight = emb.weight
+    pair = copy.deepcopy(nn.ModuleList([emb, dec]))
+    assert pair[0].weight is pair[1].weight
+    x = strata.ones(1, 3)
+    assert pair[1](x).tolist() == dec(x).tolist()

@@ -10,6 +10,8 @@ class _CppLayer(Module):
     """A Module that runs a C++ layer. Its parameters are the C++ layer's own tensors, so moving them (to()), the
     optimizer's updates and the gradients are seen on both sides."""
 
+    _copied_by_construction = True  # copy.deepcopy makes a new C++ layer (Module.__deepcopy__)
+
     def __init__(self, cpp, **config):
         super().__init__()
         object.__setattr__(self, "_cpp", cpp)

@@ -1,4 +1,5 @@
 """Module, Parameter and the containers, in Python so that models are written as in PyTorch."""
+import copy
 from collections import namedtuple
 
 import strata
@@ -32,6 +33,40 @@ class Parameter(_C.Tensor):
 class Module:
     """Base of every model. Assigning a Parameter, a Module or (register_buffer) a tensor to an attribute registers
     it; parameters(), state_dict(), to() and train() then recurse through the tree."""
+
+    # A module whose state lives in a C++ layer (strata.nn.layers) is copied by constructing it again with the same
+    # arguments, which __new__ keeps for it; others are copied attribute by attribute.
+    _copied_by_construction = False
+
+    def __new__(cls, *args, **kwargs):
+        module = super().__new__(cls)
+        if cls._copied_by_construction:
+            object.__setattr__(module, "_init_args", (args, kwargs))
+        return module
+
+    def __deepcopy__(self, memo):
+        state = self.__dict__
+        if "_cpp" not in state:
+            new = type(self).__new__(type(self))
+            memo[id(self)] = new
+            for name, value in state.items():
+                object.__setattr__(new, name, copy.deepcopy(value, memo))
+            return new
+        args, kwargs = state["_init_args"]
+        new = type(self)(*copy.deepcopy(args, memo), **copy.deepcopy(kwargs, memo))
+        memo[id(self)] = new
+        for name, p in self._parameters.items():
+            if p is not None:
+                setattr(new, name, copy.deepcopy(p, memo))  # reaches the new C++ layer (replace_parameter)
+        with strata.no_grad():
+            for name, b in self._buffers.items():
+                if b is not None:
+                    new._buffers[name].copy_(b)
+        for name, value in state.items():
+            if name not in ("_cpp", "_parameters", "_buffers", "_init_args"):
+                object.__setattr__(new, name, copy.deepcopy(value, memo))
+        new._cpp.train(self.training)
+        return new
 
     def __init__(self):
         object.__setattr__(self, "training", True)
