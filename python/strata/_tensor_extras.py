@@ -374,7 +374,7 @@ def masked_fill(input, mask, value):
 
 
 def masked_fill_(self, mask, value):
-    return self.copy_(masked_fill(self, mask, value))
+    return _in_place(self, lambda x: masked_fill(x, mask, value))
 
 
 def where(condition, input=None, other=None):
@@ -544,6 +544,30 @@ def _normal_(self, mean=0.0, std=1.0):
 
 _export(_uniform_, "uniform_", function_too=False)
 _export(_normal_, "normal_", function_too=False)
+
+
+# --- the in-place forms: self.copy_(f(clone)), so that f's backward keeps the values it saved, and copy_ makes the
+# write autograd's (PyTorch's rules: refused on a leaf that requires grad outside no_grad)
+def _in_place(self, compute):
+    return self.copy_(compute(self.clone()))
+
+
+def _in_place_form(name):
+    def method(self, *args, **kwargs):
+        return _in_place(self, lambda x: getattr(x, name)(*args, **kwargs))
+
+    method.__name__ = f"{name}_"
+    method.__doc__ = f"In place: self = self.{name}(...)."
+    return method
+
+
+for _name in ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "tan", "floor",
+              "ceil", "round", "trunc", "clamp", "pow", "remainder", "fmod", "floor_divide", "logical_not"):
+    if not hasattr(Tensor, f"{_name}_") and hasattr(Tensor, _name):
+        setattr(Tensor, f"{_name}_", _in_place_form(_name))
+if not hasattr(Tensor, "__imod__"):
+    Tensor.__imod__ = _in_place_form("remainder")
+    Tensor.__ifloordiv__ = _in_place_form("floor_divide")
 
 
 # --- NumPy's spellings that PyTorch accepts: axis= for dim= (D2L writes X.sum(axis=0)), size= for the shape

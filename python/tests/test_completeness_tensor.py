@@ -121,3 +121,18 @@ def test_numpy_spellings_axis_and_size_are_accepted():
     assert strata.zeros(size=(2, 3)).shape == (2, 3) and strata.rand(size=(4,)).shape == (4,)
     with pytest.raises(TypeError):
         x.sum(axis=0, dim=1)
+
+
+def test_in_place_unary_forms_write_through_and_keep_autograd_right():
+    x = strata.tensor([0.5, -1.5])
+    assert x.sin_() is x and x.tolist() == pytest.approx([0.4794255, -0.9974950])
+    x.floor_()
+    x.clamp_(min=-0.5)
+    assert x.tolist() == [0.0, -0.5]
+    w = strata.tensor([0.5, 2.0], requires_grad=True)
+    h = w * 1.0
+    h.exp_()
+    h.sum().backward()
+    assert w.grad.tolist() == pytest.approx([1.6487213, 7.3890561])
+    with pytest.raises(strata.Error):
+        w.exp_()  # a leaf that requires grad, outside no_grad: PyTorch's error
