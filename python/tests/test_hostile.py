@@ -3,8 +3,8 @@ unusual arguments, each call run in a worker process, in batches on a small pool
 Python exception: a signal (a crash, an abort, an AddressSanitizer report) or a hang (the batch's timeout) is a
 finding, reported with the call that caused it. Bounded to about a minute on two cores.
 
-scripts/python-asan runs this file with the module built under AddressSanitizer; HOSTILE_BATCH_TIMEOUT lengthens the
-timeouts for that slower build."""
+scripts/python-asan runs this file with the module built under AddressSanitizer; HOSTILE_BATCH_TIMEOUT (seconds, 30)
+and HOSTILE_BATCH_SIZE (calls per worker, 150) suit that slower build, whose workers take longer to start."""
 import concurrent.futures
 import itertools
 import json
@@ -112,8 +112,9 @@ def run_batch(batch, timeout):
 
 def test_no_call_crashes_or_hangs():
     timeout = float(os.environ.get("HOSTILE_BATCH_TIMEOUT", "30"))
+    size = int(os.environ.get("HOSTILE_BATCH_SIZE", "150"))
     every = statements()
-    batches = [every[i:i + 150] for i in range(0, len(every), 150)]
+    batches = [every[i:i + size] for i in range(0, len(every), size)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         findings = [f for found in pool.map(lambda b: run_batch(b, timeout), batches) for f in found]
     assert not findings, "\n".join(f"{statement}\n    {what}" for statement, what in findings)
