@@ -74,13 +74,16 @@ def test_relu_inplace_writes_into_a_tensor_without_grad():
     assert F.dropout(y, 0.0, training=True, inplace=True) is y
 
 
-def test_relu_inplace_on_a_graph_gives_pytorchs_values_and_gradients():
-    # Note [inplace= without in-place autograd]: the input keeps its values, the result and gradients are right.
+def test_relu_inplace_on_a_graph_writes_the_input_with_pytorchs_gradients():
+    # Note [inplace= as a recorded write]
     w = strata.tensor([-1.0, 2.0], requires_grad=True)
     h = w * 3
     out = F.relu(h, inplace=True)
+    assert out is h and h.tolist() == [0.0, 6.0]
     (out * out).sum().backward()
-    assert out.tolist() == [0.0, 6.0] and w.grad.tolist() == [0.0, 36.0]
+    assert w.grad.tolist() == [0.0, 36.0]
+    with pytest.raises(strata.Error):
+        nn.LeakyReLU(inplace=True)(w)  # a leaf that requires grad: PyTorch's error too
 
 
 def test_init_functions_fill_in_place_without_recording_a_graph():

@@ -22,21 +22,20 @@ from strata.nn._losses import (  # noqa: F401
 from strata.nn._math import log1p, softplus  # noqa: F401
 
 
-# Note [inplace= without in-place autograd]
-# Strata records no in-place op in the autograd graph, so `inplace=True` writes into the input only when no graph is
-# being recorded through it (the input does not require grad, or grad mode is off), as PyTorch would. When it does,
-# the input is left as it was and the result is a new tensor with the same values: what the rest of the model sees
-# is the same as in PyTorch; only a later read of the input itself differs.
-def _finish_in_place(input, result, inplace):
-    if not inplace or (input.requires_grad and strata.is_grad_enabled()):
-        return result
-    with strata.no_grad():
-        input.copy_(result)
-    return input
+# Note [inplace= as a recorded write]
+# inplace=True writes the result into the input with copy_, which autograd records (version counters, history
+# rebased as PyTorch's): the input holds the result, gradients flow as in PyTorch, and a leaf that requires grad is
+# refused outside no_grad. Where a graph is recorded, the function runs on a clone, so that the values its backward
+# saved are not the ones overwritten.
+def _apply(function, input, inplace):
+    if not inplace:
+        return function(input)
+    recorded = input.requires_grad and strata.is_grad_enabled()
+    return input.copy_(function(input.clone() if recorded else input))
 
 
 def relu(input, inplace=False):
-    return _finish_in_place(input, _C.relu(input), inplace)
+    return _apply(_C.relu, input, inplace)
 
 
 def relu_(input):
@@ -45,22 +44,27 @@ def relu_(input):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     # where, not max(x, a * x): the gradient at 0 is negative_slope, as PyTorch's.
-    return _finish_in_place(input, strata.where(input > 0, input, input * negative_slope), inplace)
+    return _apply(lambda x: strata.where(x > 0, x, x * negative_slope), input, inplace)
 
 
 def silu(input, inplace=False):
-    return _finish_in_place(input, input * _C.sigmoid(input), inplace)
+    return _apply(lambda x: x * _C.sigmoid(x), input, inplace)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    negative = strata.where(input > 0, strata.zeros_like(input), input)
-    return _finish_in_place(input, strata.where(input > 0, input, (strata.exp(negative) - 1) * alpha), inplace)
+    def elu_of(x):
+        negative = strata.where(x > 0, strata.zeros_like(x), x)
+        return strata.where(x > 0, x, (strata.exp(negative) - 1) * alpha)
+
+    return _apply(elu_of, input, inplace)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     # No gradient at the bounds themselves, as PyTorch's hardtanh (clamp's passes it there).
-    inside = (input > min_val) & (input < max_val)
-    return _finish_in_place(input, strata.where(inside, input, input.clamp(min_val, max_val).detach()), inplace)
+    def hardtanh_of(x):
+        return strata.where((x > min_val) & (x < max_val), x, x.clamp(min_val, max_val).detach())
+
+    return _apply(hardtanh_of, input, inplace)
 
 
 def relu6(input, inplace=False):
@@ -68,11 +72,11 @@ def relu6(input, inplace=False):
 
 
 def mish(input, inplace=False):
-    return _finish_in_place(input, input * _C.tanh(softplus(input)), inplace)
+    return _apply(lambda x: x * _C.tanh(softplus(x)), input, inplace)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
-    return _finish_in_place(input, _C.nn.functional.dropout(input, p, training), inplace)
+    return _apply(lambda x: _C.nn.functional.dropout(x, p, training), input, inplace)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):
