@@ -51,6 +51,9 @@ TEST(ThreadPoolsAfterFork, AGrandchildComputesToo) {
 }
 
 TEST(ThreadPoolsAfterFork, AForkWhileAnotherThreadRunsRegions) {
+  // First on this thread: a fork while the other thread initialises the library's statics (the backend registry)
+  // would leave the child waiting on a static's guard, as in any C++ library.
+  ASSERT_TRUE(products_and_regions_work());
   std::atomic<bool> stop{false};
   std::thread busy([&] {
     while (!stop) products_and_regions_work();
