@@ -49,9 +49,12 @@ int64_t to_int(py::handle value, const char* what) {
 
 namespace {
 
+// An int, a NumPy integer or a 0-d tensor (PyTorch takes them in sizes); a one-element 1-D tensor has __index__
+// too, but it is a sequence of sizes.
 bool is_int_like(py::handle h) {
-  return PyLong_Check(h.ptr()) || (!PySequence_Check(h.ptr()) && py::hasattr(h, "__index__") &&
-                                   !py::isinstance<Tensor>(h));
+  if (PyLong_Check(h.ptr())) return true;
+  if (py::isinstance<Tensor>(h)) return h.cast<const Tensor&>().dim() == 0;
+  return !PySequence_Check(h.ptr()) && py::hasattr(h, "__index__");
 }
 
 // The elements of a shape given as an integer array or tensor, as a list of Python ints.

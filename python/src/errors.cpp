@@ -103,6 +103,13 @@ void translate(std::exception_ptr p) {
     set_error(classes->distributed, e.what());
   } catch (const Error& e) {
     set_error(classes->error, e.what());
+  } catch (const py::type_error& e) {
+    // The bindings' own refusals (py::type_error and the like) join Strata's classes, keeping Python's kind.
+    set_error(classes->type, e.what());
+  } catch (const py::value_error& e) {
+    set_error(classes->invalid_argument, e.what());
+  } catch (const py::index_error& e) {
+    set_error(classes->index, e.what());
   } catch (const py::cast_error&) {
     // A conversion inside a binding that no argument check caught first: say where, never "C++ type".
     PyErr_SetString(classes->type, fmt::format("{}(): an argument has a type this function does not take; see "

@@ -55,6 +55,7 @@ def test_shapes_take_integer_tensors_arrays_and_sizes():
     assert strata.zeros(np.array([2, 3], dtype=np.int32)).shape == (2, 3)
     assert strata.ones(6).reshape(strata.tensor([2, 3])).shape == (2, 3)
     assert strata.zeros(strata.Size([2, 3])).shape == (2, 3)
+    assert strata.zeros(2, strata.tensor(3)).shape == (2, 3) and strata.zeros(strata.tensor(3)).shape == (3,)
     assert nn.LayerNorm(np.array([3]))(strata.ones(2, 3)).shape == (2, 3)
 
 
@@ -367,3 +368,8 @@ def test_strata_type_error_is_both_kinds():
 def test_tensor_of_bad_data_raises_strata_errors(data, error):
     with pytest.raises(error):
         strata.tensor(data)
+
+
+def test_the_bindings_own_value_errors_are_strata_errors():
+    with pytest.raises(strata.InvalidArgumentError, match="reduction must be"):
+        nn.functional.mse_loss(strata.ones(2), strata.ones(2), reduction="bogus")
