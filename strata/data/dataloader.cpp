@@ -99,6 +99,8 @@ struct DataLoader::State {
   DataLoaderStats stats;
 };
 
+namespace {
+
 // The background thread of an iteration that prefetches, and what it hands over, under `mutex`.
 struct Prefetch {
   std::mutex mutex;
@@ -110,6 +112,8 @@ struct Prefetch {
   // The process that started the thread: a forked child has the thread's bookkeeping but not the thread.
   pid_t pid = getpid();
 };
+
+}  // namespace
 
 // One iteration: its order and position, and its background thread when prefetching.
 struct DataLoader::Epoch {
