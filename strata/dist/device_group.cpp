@@ -16,6 +16,7 @@
 #include "strata/core/error.h"
 #include "strata/dist/agreement.h"
 #include "strata/dist/device_collectives.h"
+#include "strata/runtime/environment.h"
 #include "strata/runtime/registry.h"
 #include "strata/runtime/stream.h"
 #include "strata/tensor/factories.h"
@@ -378,8 +379,9 @@ class DeviceGroup final : public ProcessGroup {
 
 // STRATA_DIST_STAGE_DEVICE_TENSORS=1: device tensors go through the host group, staged in host memory.
 bool staging_forced() {
-  const char* text = std::getenv("STRATA_DIST_STAGE_DEVICE_TENSORS");
-  return text != nullptr && std::string_view(text) == "1";
+  constexpr const char* kName = "STRATA_DIST_STAGE_DEVICE_TENSORS";
+  const std::optional<std::string> text = environment_value(kName);  // Note [Strata's environment variables]
+  return text && environment_switch(kName, *text);
 }
 
 // Note [The world's groups]

@@ -9,6 +9,7 @@
 #include "strata/core/error.h"
 #include "strata/dist/device_collectives.h"
 #include "strata/runtime/cuda.h"
+#include "strata/runtime/environment.h"
 #include "strata/runtime/parallel.h"
 
 namespace strata::dist {
@@ -66,9 +67,9 @@ class LocalGroup final : public ProcessGroup {
 
 // The value of an integer variable, or std::nullopt when it is not set.
 std::optional<int> env_int(const char* name, int min) {
-  const char* text = std::getenv(name);
-  if (text == nullptr) return std::nullopt;
-  const std::string_view s(text);
+  const std::optional<std::string> text = environment_value(name);  // Note [Strata's environment variables]
+  if (!text) return std::nullopt;
+  const std::string_view s(*text);
   int value = 0;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   STRATA_CHECK(!s.empty() && ec == std::errc() && ptr == s.data() + s.size() && value >= min, InvalidArgumentError,
