@@ -5,7 +5,9 @@
 // terms; pybind11's own argument errors are rewritten too (Note [Argument errors in Python's terms]).
 #include <exception>
 #include <string>
+#include <regex>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "bindings.h"
@@ -145,24 +147,37 @@ std::string argument_types(PyObject* args, PyObject* kwargs, bool skip_self) {
 }
 
 // "(self: strata._C.Tensor, dim: object = None) -> object" as "dim: object = None" (self dropped, no return).
+// "(self: strata._C.Tensor, dim: object = None) -> object" as "dim: object = None": no self, no return, and no
+// "arg1: " where the binding named no argument.
 std::string python_signature(std::string signature, bool method) {
   signature = signature.substr(0, signature.rfind(" -> "));
   if (!signature.empty() && signature.front() == '(') signature = signature.substr(1, signature.size() - 2);
   if (method) {
     const std::size_t comma = signature.find(", ");
-    signature = signature.rfind("self", 0) == 0 ? (comma == std::string::npos ? "" : signature.substr(comma + 2))
-                                                : signature;
+    signature = comma == std::string::npos ? "" : signature.substr(comma + 2);
   }
+  signature = std::regex_replace(signature, std::regex(R"(\barg\d+: )"), "");
   replace_all(signature, "strata._C.Tensor", "Tensor");
   replace_all(signature, "strata._C.", "strata.");
   return signature;
 }
 
+// Property getters and setters are nameless functions; the attribute that holds them names them.
+std::unordered_map<const py::detail::function_record*, std::string>* property_names = nullptr;
+
 void raise_in_python_terms(const py::detail::function_record* record, PyObject* args, PyObject* kwargs) {
   const bool method = record->is_method;
-  std::string name = record->name;
+  const auto property = property_names->find(record);
+  std::string name = property != property_names->end() ? property->second : record->name;
   if (method && record->scope) name = std::string(py::str(record->scope.attr("__name__"))) + "." + name;
   if (record->is_constructor) name = std::string(py::str(record->scope.attr("__name__")));
+  if (property != property_names->end()) {  // only a setter takes an argument that can be wrong
+    const std::string message = fmt::format("{}: cannot assign a {}; it takes {}", name,
+                                            argument_types(args, kwargs, method),
+                                            python_signature(record->signature, method));
+    PyErr_SetString(classes->type, message.c_str());
+    return;
+  }
   std::string message = fmt::format("{}(): got ({}); it takes", name, argument_types(args, kwargs, method));
   const bool several = record->next != nullptr;
   message += several ? " one of:" : ":";
@@ -194,18 +209,24 @@ PyObject* dispatch(PyObject* self, PyObject* args, PyObject* kwargs) {
   return nullptr;
 }
 
-void point_at_dispatch(PyObject* function) {
+// Points `function` at dispatch(): a pybind11 function, or the functions a method, a static method or a property
+// holds; a property's are named after it.
+void point_at_dispatch(PyObject* function, const std::string& property = "") {
   if (PyCFunction_Check(function)) {
     PyMethodDef* def = reinterpret_cast<PyCFunctionObject*>(function)->m_ml;
-    if (reinterpret_cast<Dispatcher>(reinterpret_cast<void (*)()>(def->ml_meth)) == pybind11_dispatcher) {
-      def->ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&dispatch));
+    if (reinterpret_cast<Dispatcher>(reinterpret_cast<void (*)()>(def->ml_meth)) != pybind11_dispatcher) return;
+    def->ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&dispatch));
+    PyObject* self = PyCFunction_GET_SELF(function);
+    if (!property.empty()) {
+      (*property_names)[static_cast<py::detail::function_record*>(
+          PyCapsule_GetPointer(self, PyCapsule_GetName(self)))] = property;
     }
   } else if (PyInstanceMethod_Check(function)) {
     point_at_dispatch(PyInstanceMethod_GET_FUNCTION(function));
-  } else if (PyObject_TypeCheck(function, &PyStaticMethod_Type) || PyObject_TypeCheck(function, &PyProperty_Type)) {
-    for (const char* part : {"__func__", "fget", "fset"}) {
-      if (PyObject_HasAttrString(function, part)) point_at_dispatch(py::getattr(function, part).ptr());
-    }
+  } else if (PyObject_TypeCheck(function, &PyStaticMethod_Type)) {
+    point_at_dispatch(py::getattr(function, "__func__").ptr());
+  } else if (PyObject_TypeCheck(function, &PyProperty_Type)) {
+    for (const char* part : {"fget", "fset"}) point_at_dispatch(py::getattr(function, part).ptr(), property);
   }
 }
 
@@ -222,7 +243,7 @@ void rewrite_functions_of(py::handle scope, std::unordered_set<PyObject*>& seen)
     if (ours) {
       rewrite_functions_of(value, seen);
     } else {
-      point_at_dispatch(value.ptr());
+      point_at_dispatch(value.ptr(), std::string(py::str(item.first)));
     }
   }
 }
@@ -272,6 +293,7 @@ void rewrite_argument_errors(py::module_& m) {
   PyObject* function = PyInstanceMethod_Check(probe.ptr()) ? PyInstanceMethod_GET_FUNCTION(probe.ptr()) : probe.ptr();
   pybind11_dispatcher = reinterpret_cast<Dispatcher>(
       reinterpret_cast<void (*)()>(reinterpret_cast<PyCFunctionObject*>(function)->m_ml->ml_meth));
+  property_names = new std::unordered_map<const py::detail::function_record*, std::string>();  // leaked, as classes
   std::unordered_set<PyObject*> seen;
   rewrite_functions_of(m, seen);
 }

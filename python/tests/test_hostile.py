@@ -103,8 +103,11 @@ def run_batch(batch, timeout):
                 findings.append((batch[int(index)], "message in C++ terms: " + json.loads(message)))
         if lines[-1:] == ["end"] and worker.returncode == 0:
             return findings
+        if not lines:
+            findings.append(("(the worker, before its first call)", what + ": " + err.strip()[-600:]))
+            return findings
         # The last index printed is the statement that was running; the rest of the batch goes on in a new worker.
-        started = int(lines[-1]) if lines and lines[-1] != "end" else len(batch) - 1
+        started = int(lines[-1]) if lines[-1] != "end" else len(batch) - 1
         findings.append((batch[started], what + ": " + err.strip()[-600:]))
         batch = batch[started + 1:]
     return findings

@@ -318,6 +318,8 @@ BAD_CALLS = {
     "sum over a string": (lambda: strata.ones(2).sum(dim="a"), "dim must be"),
     "index with a float": (lambda: strata.ones(2)[1.5], "float"),
     "device of a float": (lambda: strata.device(3.5), "device(type: str"),
+    "requires_grad of a string": (lambda: setattr(strata.ones(2), "requires_grad", "x"),
+                                  "Tensor.requires_grad: cannot assign a str; it takes bool"),
 }
 
 
