@@ -236,6 +236,40 @@ def reductions(lib):
     return out
 
 
+@case
+def elementwise_and_linear_algebra(lib):
+    x, out = data(4, 5, seed=30, scale=3), {}
+    x[0, :2] = [0.0, 1e-7]
+    p = (np.abs(data(4, 5, seed=31)) / 10 + 0.05).astype(np.float32)
+    for name, f, source in [("sign", lambda t: t.sign(), x), ("square", lambda t: lib.square(t), x),
+                            ("reciprocal", lambda t: t.reciprocal(), x + 10), ("expm1", lambda t: lib.expm1(t), x),
+                            ("sinh", lambda t: t.sinh(), x), ("cosh", lambda t: lib.cosh(t), x),
+                            ("log1p", lambda t: t.log1p(), p), ("log2", lambda t: lib.log2(t), p),
+                            ("logit", lambda t: lib.logit(t), p), ("frac", lambda t: t.frac(), x),
+                            ("addcdiv", lambda t: t.addcdiv(t, t + 10, value=0.5), x),
+                            ("lerp", lambda t: lib.lerp(t, t * 2, 0.3), x),
+                            ("tril", lambda t: t.tril(-1), x), ("triu", lambda t: lib.triu(t, 2), x),
+                            ("diag", lambda t: lib.diag(t, 1), x), ("diag1d", lambda t: lib.diag(t[0], -1), x),
+                            ("trace", lambda t: lib.trace(t), x), ("flip", lambda t: lib.flip(t, [0, 1]), x),
+                            ("roll", lambda t: lib.roll(t, 2, 1), x), ("outer", lambda t: lib.outer(t[0], t[1]), x),
+                            ("dot", lambda t: lib.dot(t[0], t[1]), x), ("mv", lambda t: lib.mv(t, t[0]), x),
+                            ("cumprod", lambda t: (t / 3).cumprod(1), x), ("amax", lambda t: lib.amax(t, 1), x),
+                            ("repeat_interleave", lambda t: t.repeat_interleave(2, dim=1), x),
+                            ("index_add", lambda t: t.index_add(0, lib.tensor(np.array([0, 2])), t[:2], alpha=2), x),
+                            ("scatter", lambda t: t.scatter(1, lib.tensor(np.array([[1], [0], [3], [2]])),
+                                                            t[:, :1] * 2), x),
+                            ("sum_axis_keepdims", lambda t: t.sum(axis=1, keepdims=True), x)]:
+        t = leaf(lib, source)
+        for key, v in grads_of(lib, f(t), t).items():
+            out[f"{name}.{key}"] = v
+    special = lib.tensor(np.array([1.0, np.nan, np.inf, -np.inf, -2.0], dtype=np.float32))
+    out["nan_to_num"], out["isfinite"] = lib.nan_to_num(special).numpy(), lib.isfinite(special).numpy()
+    one_hot = lib.zeros(3, 4).scatter_(1, lib.tensor(np.array([[1], [0], [3]])), 1.0)
+    out["one_hot_scatter_"], out["meshgrid_xy"] = one_hot.numpy(), lib.meshgrid(lib.arange(3), lib.arange(2),
+                                                                               indexing="xy")[0].numpy()
+    return out
+
+
 def _train(lib, make_optimizer):
     w = leaf(lib, data(3, 4, seed=28))
     x = lib.tensor(data(8, 3, seed=29))

@@ -23,7 +23,8 @@ def test_equal_allclose_any_all():
     a = strata.tensor([1.0, 2.0])
     assert strata.equal(a, a.clone()) and not a.equal(strata.tensor([1.0, 2.0, 3.0]))
     assert a.allclose(a + 1e-7) and not strata.allclose(a, a + 1e-3)
-    assert strata.isclose(strata.tensor([float("nan")]), strata.tensor([float("nan")]), equal_nan=True).tolist() == [True]
+    nan = strata.tensor([float("nan")])
+    assert strata.isclose(nan, nan, equal_nan=True).tolist() == [True] and not bool(strata.isclose(nan, nan))
     assert bool((a > 1).any()) and not bool((a > 1).all()) and (a > 0).all(0).item()
 
 
@@ -37,7 +38,8 @@ def test_max_and_min_over_a_dim_are_named_tuples():
 
 def test_chunk_split_unbind_follow_pytorchs_sizes():
     t = strata.arange(6)
-    assert [c.shape[0] for c in t.chunk(4)] == [2, 2, 2] and [c.shape[0] for c in strata.arange(5).chunk(3)] == [2, 2, 1]
+    assert [c.shape[0] for c in t.chunk(4)] == [2, 2, 2]
+    assert [c.shape[0] for c in strata.arange(5).chunk(3)] == [2, 2, 1]
     assert [c.tolist() for c in t.split([1, 5])] == [[0], [1, 2, 3, 4, 5]]
     assert len(t.reshape(2, 3).unbind(1)) == 3
     with pytest.raises(ValueError):
@@ -136,3 +138,27 @@ def test_in_place_unary_forms_write_through_and_keep_autograd_right():
     assert w.grad.tolist() == pytest.approx([1.6487213, 7.3890561])
     with pytest.raises(strata.Error):
         w.exp_()  # a leaf that requires grad, outside no_grad: PyTorch's error
+
+
+def test_random_functions_follow_manual_seed_and_their_laws():
+    strata.manual_seed(5)
+    a = (strata.randperm(10), strata.normal(0.0, 1.0, (3,)), strata.multinomial(strata.tensor([0.0, 1.0, 3.0]), 2))
+    strata.manual_seed(5)
+    b = (strata.randperm(10), strata.normal(0.0, 1.0, (3,)), strata.multinomial(strata.tensor([0.0, 1.0, 3.0]), 2))
+    assert all(x.tolist() == y.tolist() for x, y in zip(a, b))
+    assert sorted(a[0].tolist()) == list(range(10)) and sorted(a[2].tolist()) == [1, 2]  # never the zero weight
+    draws = strata.multinomial(strata.tensor([0.0, 1.0, 3.0]), 4000, replacement=True)
+    assert 0 not in draws.tolist() and 0.7 < float((draws == 2).float().mean()) < 0.8
+    coin = strata.bernoulli(strata.full((4000,), 0.25))
+    assert 0.2 < float(coin.mean()) < 0.3 and set(coin.tolist()) <= {0.0, 1.0}
+    with pytest.raises(strata.Error):
+        strata.multinomial(strata.tensor([1.0, -1.0]), 1)
+
+
+def test_shape_helpers_refuse_bad_arguments():
+    with pytest.raises(strata.ShapeError):
+        strata.dot(strata.ones(2, 2), strata.ones(2))
+    with pytest.raises(ValueError):
+        strata.roll(strata.ones(3), (1, 2), 0)
+    with pytest.raises(NotImplementedError):
+        strata.zeros(2, 2).scatter(0, strata.zeros(1, 2, dtype=strata.int64), 1.0, reduce="multiply")

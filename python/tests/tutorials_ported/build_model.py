@@ -57,5 +57,6 @@ softmax = nn.Softmax(dim=1)
 pred_probab = softmax(logits)
 print("softmax rows sum", [round(v, 5) for v in pred_probab.sum(1).tolist()], pred_probab.argmax(1).tolist())
 for name, param in model.named_parameters():
-    print(f"Layer: {name} | Size: {tuple(param.size())} | Values : {[round(v, 5) for v in param[:2].flatten()[:2].tolist()]}")
+    values = [round(v, 5) for v in param[:2].flatten()[:2].tolist()]
+    print(f"Layer: {name} | Size: {tuple(param.size())} | Values : {values}")
 print(sum(p.numel() for p in model.parameters()))

@@ -1,0 +1,110 @@
+"""Sorting and selection: sort, argsort, topk, unique, nonzero, masked_select, masked_fill, and where with one
+argument or numbers."""
+import builtins
+
+import numpy as np
+
+import strata
+from strata import _C
+from strata._composed._registry import Tensor, export, exported, in_place, named
+
+
+# --- sorting and selection
+def _sort_keys(x, descending):
+    keys = x.detach().cpu()
+    keys = keys.float() if keys.dtype in (strata.bfloat16, strata.float16) else keys
+    keys = keys.numpy()
+    if keys.dtype == np.bool_:
+        keys = keys.astype(np.int8)
+    if descending:
+        # NaN counts as the largest value in both directions, as in PyTorch.
+        keys = np.where(np.isnan(keys), -np.inf, -keys.astype(np.float64)) if keys.dtype.kind == "f" else -keys
+    return keys
+
+
+def _positions(array, device):
+    return strata.from_numpy(np.ascontiguousarray(array.astype(np.int64))).to(device)
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    if input.dim() == 0:
+        return named("sort", ["values", "indices"])(input.clone(), strata.zeros_like(input, dtype=strata.int64))
+    order = np.argsort(_sort_keys(input, descending), axis=dim, kind="stable")
+    indices = _positions(order, input.device)
+    return named("sort", ["values", "indices"])(input.gather(dim % input.dim(), indices), indices)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    return sort(input, dim, descending, stable).indices
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    d = dim % builtins.max(input.dim(), 1)
+    size = input.shape[d] if input.dim() else 1
+    if not 0 <= k <= size:
+        raise strata.IndexError(f"topk: k ({k}) is out of range for dimension {dim} of size {size}")
+    ordered = sort(input, d, descending=largest)
+    return named("topk", ["values", "indices"])(ordered.values.narrow(d, 0, k), ordered.indices.narrow(d, 0, k))
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    if dim is not None:
+        raise NotImplementedError("unique: dim= (torch.unique over slices) is not implemented; use dim=None")
+    values = input.detach().cpu().numpy()
+    uniq, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    out = [strata.from_numpy(np.ascontiguousarray(uniq)).to(input.device)]
+    if return_inverse:
+        out.append(_positions(inverse.reshape(values.shape), input.device))
+    if return_counts:
+        out.append(_positions(counts, input.device))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def nonzero(input, *, as_tuple=False):
+    where_nonzero = np.argwhere(input.detach().cpu().numpy() != 0) if input.dim() else np.zeros((0, 0))
+    if as_tuple:
+        return tuple(_positions(where_nonzero[:, i], input.device) for i in range(input.dim()))
+    return _positions(where_nonzero.reshape(-1, input.dim()), input.device)
+
+
+def argwhere(input):
+    return nonzero(input)
+
+
+def masked_select(input, mask):
+    shape = np.broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+    flat = input.expand(*shape).reshape(-1)
+    return flat.index_select(0, nonzero(mask.expand(*shape).reshape(-1), as_tuple=True)[0])
+
+
+def masked_fill(input, mask, value):
+    if mask.dtype != strata.bool:
+        raise strata.DTypeError(f"masked_fill: the mask must be a bool tensor, got {mask.dtype}")
+    fill = value.to(input.dtype) if isinstance(value, Tensor) else strata.full_like(input, value)
+    if isinstance(value, Tensor) and value.dim() != 0:
+        raise strata.ShapeError(f"masked_fill: only a 0-dimension value tensor is supported, got {value.dim()} dims")
+    return strata.where(mask, fill.expand_as(input) if fill.dim() == 0 else fill, input)
+
+
+def masked_fill_(self, mask, value):
+    return in_place(self, lambda x: masked_fill(x, mask, value))
+
+
+def where(condition, input=None, other=None):
+    """where(condition): nonzero(condition, as_tuple=True); where(condition, x, y) with numbers on either side."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        input = strata.scalar_tensor(input, device=condition.device)
+    if not isinstance(input, Tensor):
+        input = strata.scalar_tensor(input, dtype=other.dtype, device=other.device)
+    if not isinstance(other, Tensor):
+        other = strata.scalar_tensor(other, dtype=input.dtype, device=input.device)
+    return _C.where(condition, input, other)
+
+
+for _f in (sort, argsort, topk, unique, nonzero, argwhere, masked_select, masked_fill):
+    export(_f)
+export(masked_fill_, function_too=False)
+Tensor.where = lambda self, condition, other: where(condition, self, other)
+exported["where"] = where
