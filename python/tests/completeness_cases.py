@@ -270,6 +270,27 @@ def elementwise_and_linear_algebra(lib):
     return out
 
 
+@case
+def recurrent(lib):
+    out = {}
+    for name, make, shape in [("rnn", lambda: lib.nn.RNN(3, 4, 2, nonlinearity="relu", bidirectional=True), (5, 2, 3)),
+                              ("lstm", lambda: lib.nn.LSTM(3, 4, 2, batch_first=True), (2, 5, 3)),
+                              ("gru", lambda: lib.nn.GRU(3, 4, bidirectional=True), (5, 3)),
+                              ("lstm_cell", lambda: lib.nn.LSTMCell(3, 4), (2, 3)),
+                              ("gru_cell", lambda: lib.nn.GRUCell(3, 4, bias=False), (2, 3))]:
+        module = make()
+        with lib.no_grad():
+            for i, (key, p) in enumerate(module.named_parameters()):
+                p.copy_(lib.tensor(data(*p.shape, seed=40 + i, scale=0.3)))
+        x = leaf(lib, data(*shape, seed=50))
+        result = module(x)
+        first = result[0] if isinstance(result, tuple) else result
+        for key, v in grads_of(lib, first, x).items():
+            out[f"{name}.{key}"] = v
+        out[f"{name}.names"] = np.array([len(k) for k, _ in module.named_parameters()])
+    return out
+
+
 def _train(lib, make_optimizer):
     w = leaf(lib, data(3, 4, seed=28))
     x = lib.tensor(data(8, 3, seed=29))

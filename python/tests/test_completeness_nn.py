@@ -175,3 +175,20 @@ def test_dropout_reads_p_and_training_when_called():
     assert float(drop(x).sum()) == 0.0
     drop.training = False
     assert drop(x).tolist() == x.tolist()
+
+
+def test_recurrent_layers_have_pytorchs_parameter_names_and_shapes():
+    lstm = nn.LSTM(3, 4, num_layers=2, bidirectional=True)
+    assert list(lstm.state_dict())[:5] == ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
+                                           "weight_ih_l0_reverse"]
+    assert lstm.weight_ih_l1.shape == (16, 8) and lstm.weight_hh_l1_reverse.shape == (16, 4)
+    out, (h, c) = lstm(strata.randn(5, 2, 3))
+    assert out.shape == (5, 2, 8) and h.shape == c.shape == (4, 2, 4)
+    assert float(lstm.weight_ih_l0.abs().max()) <= 0.5
+    gru = nn.GRU(3, 4, batch_first=True)
+    out, h = gru(strata.randn(2, 7, 3))
+    assert out.shape == (2, 7, 4) and h.shape == (1, 2, 4)
+    with pytest.raises(NotImplementedError):
+        nn.LSTM(3, 4, proj_size=2)
+    with pytest.raises(ValueError):
+        gru(strata.randn(2, 7, 3), strata.zeros(2, 2, 4))

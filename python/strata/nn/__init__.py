@@ -37,6 +37,7 @@ from strata.nn.loss import (  # noqa: F401
     SmoothL1Loss,
 )
 from strata.nn.containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401
+from strata.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
 from strata.nn import functional, hooks, init, utils  # noqa: F401
 
 Dense = Linear
