@@ -291,6 +291,29 @@ def recurrent(lib):
     return out
 
 
+@case
+def upsampling_and_normalisation(lib):
+    F, out = lib.nn.functional, {}
+    x = data(2, 6, 5, 4, seed=60)
+    for name, f, inputs in [
+            ("conv_transpose", lambda t, w: F.conv_transpose2d(t, w, stride=2, padding=1, output_padding=1,
+                                                               groups=2), [x, data(6, 2, 3, 3, seed=61)]),
+            ("group_norm", lambda t, w: F.group_norm(t, 3, w, w * 2), [x, data(6, seed=62)]),
+            ("nearest", lambda t: F.interpolate(t, scale_factor=2), [x]),
+            ("bilinear", lambda t: F.interpolate(t, size=(7, 9), mode="bilinear"), [x]),
+            ("bilinear_corners", lambda t: F.interpolate(t, scale_factor=0.5, mode="bilinear", align_corners=True),
+             [x]),
+            ("cosine", lambda a, b: F.cosine_similarity(a, b), [data(4, 6, seed=63), data(4, 6, seed=64)]),
+            ("kl_div", lambda a: F.kl_div(lib.log_softmax(a, 1), lib.softmax(lib.tensor(data(4, 6, seed=65)), 1),
+                                          reduction="batchmean"), [data(4, 6, seed=66)])]:
+        tensors = [leaf(lib, a) for a in inputs]
+        for key, v in grads_of(lib, f(*tensors), *tensors).items():
+            out[f"{name}.{key}"] = v
+    sequences = [lib.tensor(data(n, 3, seed=n)) for n in (4, 2, 5)]
+    out["pad_sequence"] = lib.nn.utils.rnn.pad_sequence(sequences, batch_first=True, padding_value=-1).numpy()
+    return out
+
+
 def _train(lib, make_optimizer):
     w = leaf(lib, data(3, 4, seed=28))
     x = lib.tensor(data(8, 3, seed=29))

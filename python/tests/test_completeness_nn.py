@@ -192,3 +192,23 @@ def test_recurrent_layers_have_pytorchs_parameter_names_and_shapes():
         nn.LSTM(3, 4, proj_size=2)
     with pytest.raises(ValueError):
         gru(strata.randn(2, 7, 3), strata.zeros(2, 2, 4))
+
+
+def test_more_layers_have_pytorchs_shapes_and_refusals():
+    up = nn.ConvTranspose2d(4, 8, 4, stride=2, padding=1)
+    assert up.weight.shape == (4, 8, 4, 4) and up(strata.randn(1, 4, 5, 5)).shape == (1, 8, 10, 10)
+    assert nn.Upsample(scale_factor=2, mode="bilinear")(strata.ones(1, 1, 2, 3)).tolist() == [[[[1.0] * 6] * 4]]
+    assert nn.Unflatten(1, (2, 3))(strata.ones(4, 6)).shape == (4, 2, 3)
+    gn = nn.GroupNorm(2, 4)
+    assert list(gn.state_dict()) == ["weight", "bias"] and gn(strata.randn(3, 4, 5)).shape == (3, 4, 5)
+    prelu = nn.PReLU()
+    assert prelu(strata.tensor([-4.0, 2.0])).tolist() == [-1.0, 2.0] and prelu.weight.requires_grad
+    vector = nn.utils.parameters_to_vector(gn.parameters())
+    nn.utils.vector_to_parameters(vector * 0 + 3, gn.parameters())
+    assert gn.weight.tolist() == [3.0] * 4
+    with pytest.raises(NotImplementedError):
+        nn.utils.rnn.pack_padded_sequence(strata.ones(2, 3), [3, 2])
+    with pytest.raises(NotImplementedError):
+        F.interpolate(strata.ones(1, 1, 2, 2), scale_factor=2, mode="bicubic")
+    with pytest.raises(ValueError):
+        nn.GroupNorm(3, 4)

@@ -24,19 +24,25 @@ from strata.nn.layers import (  # noqa: F401
     Softmax,
     Softplus,
     Tanh,
+    CosineSimilarity,
+    PReLU,
+    Unflatten,
+    Upsample,
 )
-from strata.nn.conv import Conv1d, MaxPool1d  # noqa: F401
+from strata.nn.conv import Conv1d, ConvTranspose2d, MaxPool1d  # noqa: F401
 from strata.nn.loss import (  # noqa: F401
     BCELoss,
     BCEWithLogitsLoss,
     CrossEntropyLoss,
     HuberLoss,
+    KLDivLoss,
     L1Loss,
     MSELoss,
     NLLLoss,
     SmoothL1Loss,
 )
 from strata.nn.containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401
+from strata.nn.normalization import GroupNorm  # noqa: F401
 from strata.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
 from strata.nn import functional, hooks, init, utils  # noqa: F401
 

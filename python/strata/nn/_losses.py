@@ -163,3 +163,17 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     elif reduction == "sum":
         smooth = smooth.sum()
     return nll * (1 - label_smoothing) + smooth * (label_smoothing / input.shape[1])
+
+
+def kl_div(input, target, reduction="mean", log_target=False):
+    """target (log target) against log-probabilities input: target (log target - input), 0 where target is 0."""
+    if reduction not in _REDUCTIONS + ("batchmean",):
+        raise ValueError(f"kl_div: reduction must be 'mean', 'batchmean', 'sum' or 'none', got {reduction!r}")
+    if log_target:
+        loss = strata.exp(target) * (target - input)
+    else:
+        positive = target > 0
+        loss = _where(positive, target * (strata.log(_where(positive, target, 1.0)) - input), 0.0)
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    return _reduce(loss, reduction, "kl_div")

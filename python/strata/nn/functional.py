@@ -14,12 +14,14 @@ from strata.nn._losses import (  # noqa: F401
     binary_cross_entropy_with_logits,
     cross_entropy,
     huber_loss,
+    kl_div,
     l1_loss,
     mse_loss,
     nll_loss,
     smooth_l1_loss,
 )
 from strata.nn._math import log1p, softplus  # noqa: F401
+from strata.nn.normalization import group_norm  # noqa: F401
 
 
 # Note [inplace= as a recorded write]
@@ -141,6 +143,35 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return y.squeeze(0) if unbatched else y
 
 
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The gradient of conv2d with respect to its input, as a convolution: the input spread out by the stride (zeros
+    between its values), padded by dilation * (k - 1) - padding, and convolved with the kernel flipped and its
+    channels swapped. Differentiable through every step."""
+    s, p = _tuple(stride, 2, "conv_transpose2d: stride"), _tuple(padding, 2, "conv_transpose2d: padding")
+    op, d = _tuple(output_padding, 2, "conv_transpose2d: output_padding"), _tuple(dilation, 2, "dilation")
+    if any(o >= max(si, di) for o, si, di in zip(op, s, d)):
+        raise ValueError(f"conv_transpose2d: output_padding {op} must be smaller than stride {s} or dilation {d}")
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    if x.dim() != 4 or weight.dim() != 4 or x.shape[1] != weight.shape[0]:
+        raise strata.ShapeError(f"conv_transpose2d: input {tuple(input.shape)} and weight {tuple(weight.shape)} do not "
+                                "fit: expected [N, C_in, H, W] and [C_in, C_out / groups, kH, kW]")
+    n, c, h, w = x.shape
+    if s != (1, 1):
+        x = pad(x.reshape(n, c, h, 1, w, 1), (0, s[1] - 1, 0, 0, 0, s[0] - 1)).reshape(n, c, h * s[0], w * s[1])
+        x = x.narrow(2, 0, (h - 1) * s[0] + 1).narrow(3, 0, (w - 1) * s[1] + 1)
+    k = weight.shape[2:]
+    edges = [d[i] * (k[i] - 1) - p[i] for i in range(2)]
+    x = pad(x, (edges[1], edges[1] + op[1], edges[0], edges[0] + op[0]))
+    c_in, c_out_g = weight.shape[0], weight.shape[1]
+    flipped = weight.index_select(2, strata.arange(k[0] - 1, -1, -1, device=weight.device))
+    flipped = flipped.index_select(3, strata.arange(k[1] - 1, -1, -1, device=weight.device))
+    kernel = flipped.reshape(groups, c_in // groups, c_out_g, k[0], k[1]).transpose(1, 2)
+    kernel = kernel.reshape(groups * c_out_g, c_in // groups, k[0], k[1])
+    y = _C.nn.functional.conv2d(x, kernel, bias, 1, 0, d, groups)
+    return y.squeeze(0) if unbatched else y
+
+
 def _pool_output_size(size, k, s, p, ceil_mode):
     # PyTorch's pooling_output_shape: in ceil mode the last window must start inside the input or its left padding.
     out = (size + 2 * p - k + ((s - 1) if ceil_mode else 0)) // s + 1
@@ -239,4 +270,65 @@ def pad(input, pad, mode="constant", value=None):
             positions = np.where(positions >= size, period - positions, positions)
         index = strata.tensor(positions.astype(np.int64), device=out.device)
         out = out.index_select(dim, index)
+    return out
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """x1 . x2 / (max(|x1|, eps) max(|x2|, eps)) along dim, each side normalised first as PyTorch 2 does."""
+    n1 = x1.norm(2, dim, keepdim=True).clamp(min=eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp(min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+def _source_positions(out_size, in_size, scale, align_corners, is_linear):
+    """Where each output position reads the input, PyTorch's rule for each mode."""
+    out = np.arange(out_size, dtype=np.float64)
+    if not is_linear:
+        return np.minimum(np.floor(out * scale), in_size - 1).astype(np.int64)
+    if align_corners:
+        return out * ((in_size - 1) / (out_size - 1) if out_size > 1 else 0.0)
+    return np.maximum((out + 0.5) * scale - 0.5, 0.0)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """'nearest' and 'bilinear' (or 'linear' on 3-D input): index_select and weighted sums, so differentiable."""
+    if mode not in ("nearest", "bilinear", "linear"):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented; use 'nearest', 'linear' or "
+                                  "'bilinear'")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not implemented")
+    spatial = input.dim() - 2
+    if spatial not in (1, 2):
+        raise NotImplementedError(f"interpolate: {input.dim()}-D input is not implemented; use 3-D or 4-D input")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: either size or scale_factor should be defined, not both")
+    in_sizes = input.shape[2:]
+    if size is not None:
+        out_sizes = _tuple(size, spatial, "interpolate: size")
+        scales = [i / o for i, o in zip(in_sizes, out_sizes)]
+    else:
+        factors = (scale_factor,) * spatial if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+        out_sizes = [int(math.floor(i * f)) for i, f in zip(in_sizes, factors)]
+        scales = [1.0 / f if not recompute_scale_factor else i / o for f, i, o in zip(factors, in_sizes, out_sizes)]
+    is_linear = mode != "nearest"
+    out = input
+    for k in range(spatial):
+        dim = 2 + k
+        src = _source_positions(out_sizes[k], in_sizes[k], scales[k], align_corners, is_linear)
+        if not is_linear:
+            out = out.index_select(dim, strata.tensor(src, device=input.device))
+            continue
+        low = np.minimum(np.floor(src).astype(np.int64), in_sizes[k] - 1)
+        high = np.minimum(low + 1, in_sizes[k] - 1)
+        weight_shape = [1] * input.dim()
+        weight_shape[dim] = out_sizes[k]
+        lam = strata.tensor((src - low).astype(np.float32), device=input.device).to(input.dtype).reshape(weight_shape)
+        a = out.index_select(dim, strata.tensor(low, device=input.device))
+        b = out.index_select(dim, strata.tensor(high, device=input.device))
+        out = a * (1 - lam) + b * lam
     return out

@@ -260,3 +260,47 @@ class Softmax(Module):
 class LogSoftmax(Softmax):
     def forward(self, x):
         return strata.log_softmax(x, self.dim)
+
+
+class Unflatten(Module):
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x):
+        d = self.dim % x.dim()
+        return x.reshape(*(tuple(x.shape[:d]) + self.unflattened_size + tuple(x.shape[d + 1:])))
+
+
+class Upsample(Module):
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None):
+        super().__init__()
+        self.size, self.scale_factor, self.mode, self.align_corners = size, scale_factor, mode, align_corners
+
+    def forward(self, x):
+        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PReLU(Module):
+    """max(0, x) + weight * min(0, x), with one learned slope (or one per channel), 0.25 at first."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.weight = Parameter(strata.full((num_parameters,), init, dtype=dtype or strata.float32, device=device))
+
+    def forward(self, x):
+        shape = [1] * x.dim()
+        if x.dim() >= 2:
+            shape[1] = self.num_parameters
+        slope = self.weight.reshape(shape) if self.num_parameters > 1 else self.weight.reshape([1] * max(x.dim(), 1))
+        return strata.where(x > 0, x, x * slope)

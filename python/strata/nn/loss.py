@@ -79,3 +79,16 @@ class HuberLoss(_Loss):
 
     def forward(self, input, target):
         return F.huber_loss(input, target, self.reduction, self.delta)
+
+
+class KLDivLoss(_Loss):
+    def __init__(self, reduction="mean", log_target=False):
+        if reduction == "batchmean":
+            super().__init__("mean")
+            self.reduction = "batchmean"
+        else:
+            super().__init__(reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, self.reduction, self.log_target)
