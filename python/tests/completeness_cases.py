@@ -314,6 +314,39 @@ def upsampling_and_normalisation(lib):
     return out
 
 
+@case
+def attention(lib):
+    out = {}
+    padding = np.zeros((3, 5), dtype=bool)
+    padding[0, 3:] = True
+    for name, make, call in [
+            ("mha", lambda: lib.nn.MultiheadAttention(8, 2),
+             lambda m, x: m(x, x, x, key_padding_mask=lib.tensor(padding), average_attn_weights=False)),
+            ("encoder", lambda: lib.nn.TransformerEncoder(lib.nn.TransformerEncoderLayer(8, 2, 16, 0.0), 2),
+             lambda m, x: m(x, mask=lib.nn.Transformer.generate_square_subsequent_mask(5))),
+            ("encoder_norm_first_gelu", lambda: lib.nn.TransformerEncoderLayer(8, 2, 16, 0.0, "gelu", norm_first=True),
+             lambda m, x: m(x, src_key_padding_mask=lib.tensor(padding)))]:
+        module = make()
+        with lib.no_grad():
+            for i, (key, p) in enumerate(module.named_parameters()):
+                if "norm" not in key:
+                    p.copy_(lib.tensor(data(*p.shape, seed=70 + i, scale=0.3)))
+        module.eval()
+        x = leaf(lib, data(5, 3, 8, seed=80))
+        result = call(module, x)
+        if isinstance(result, tuple):
+            out[f"{name}.weights"] = result[1].detach().numpy()
+            result = result[0]
+        for key, v in grads_of(lib, result, x).items():
+            out[f"{name}.{key}"] = v
+    q, k, v = (leaf(lib, data(2, 2, n, 8, seed=90 + n)) for n in (4, 6, 7))
+    v = leaf(lib, data(2, 2, 6, 8, seed=97))
+    for key, value in grads_of(lib, lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+                               q, k, v).items():
+        out[f"sdpa.{key}"] = value
+    return out
+
+
 def _train(lib, make_optimizer):
     w = leaf(lib, data(3, 4, seed=28))
     x = lib.tensor(data(8, 3, seed=29))

@@ -212,3 +212,23 @@ def test_more_layers_have_pytorchs_shapes_and_refusals():
         F.interpolate(strata.ones(1, 1, 2, 2), scale_factor=2, mode="bicubic")
     with pytest.raises(ValueError):
         nn.GroupNorm(3, 4)
+
+
+def test_attention_layers_have_pytorchs_names_and_refusals():
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
+    keys = list(nn.TransformerEncoder(layer, 2).state_dict())
+    assert keys[:4] == ["layers.0.self_attn.in_proj_weight", "layers.0.self_attn.in_proj_bias",
+                        "layers.0.self_attn.out_proj.weight", "layers.0.self_attn.out_proj.bias"]
+    assert "layers.1.norm2.bias" in keys
+    out, weights = nn.MultiheadAttention(8, 2, batch_first=True)(strata.ones(3, 4, 8), strata.ones(3, 5, 8),
+                                                                 strata.ones(3, 5, 8))
+    assert out.shape == (3, 4, 8) and weights.shape == (3, 4, 5)
+    assert weights.sum(-1).reshape(-1).tolist() == pytest.approx([1.0] * 12)
+    mask = nn.Transformer.generate_square_subsequent_mask(3)
+    assert mask.tolist() == [[0.0, -math.inf, -math.inf], [0.0, 0.0, -math.inf], [0.0, 0.0, 0.0]]
+    with pytest.raises(ValueError):
+        nn.MultiheadAttention(10, 3)
+    with pytest.raises(NotImplementedError):
+        nn.MultiheadAttention(8, 2, kdim=4)
+    with pytest.raises(NotImplementedError):
+        nn.Transformer()

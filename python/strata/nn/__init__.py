@@ -44,7 +44,16 @@ from strata.nn.loss import (  # noqa: F401
 from strata.nn.containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401
 from strata.nn.normalization import GroupNorm  # noqa: F401
 from strata.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
+from strata.nn.transformer import (  # noqa: F401
+    MultiheadAttention,
+    Transformer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+    scaled_dot_product_attention,
+)
 from strata.nn import functional, hooks, init, utils  # noqa: F401
+
+functional.scaled_dot_product_attention = scaled_dot_product_attention  # transformer.py imports functional
 
 Dense = Linear
 
