@@ -232,3 +232,11 @@ def test_attention_layers_have_pytorchs_names_and_refusals():
         nn.MultiheadAttention(8, 2, kdim=4)
     with pytest.raises(NotImplementedError):
         nn.Transformer()
+
+
+def test_same_padding_with_an_even_kernel_survives_fusion():
+    model = nn.Sequential(nn.Conv2d(1, 2, 4, padding="same"), nn.ReLU())
+    x = strata.randn(1, 1, 6, 6)
+    plain = model(x)
+    fused = model.fuse()(x)
+    assert fused.shape == plain.shape == (1, 2, 6, 6) and strata.allclose(fused, plain, atol=1e-6)

@@ -43,6 +43,27 @@ class Linear(_CppLayer):
             self._parameters["bias"] = None
 
 
+class _PaddedConvolution:
+    """The C++ convolution of a padding="same" Conv2d whose kernel needs one more row or column of padding at the
+    bottom or right than at the top or left (PyTorch's rule for even kernels), which the C++ layer cannot pad: every
+    call, Sequential.fuse's call_with_relu too, pads first. Anything else reaches the C++ layer itself."""
+
+    def __init__(self, cpp, extra):
+        self._inner, self._extra = cpp, extra
+
+    def _pad(self, x):
+        return F.pad(x, (0, self._extra[1], 0, self._extra[0]))
+
+    def __call__(self, x):
+        return self._inner(self._pad(x))
+
+    def call_with_relu(self, x):
+        return self._inner.call_with_relu(self._pad(x))
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
 class Conv2d(_CppLayer):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None):
@@ -56,15 +77,10 @@ class Conv2d(_CppLayer):
                            device)
         super().__init__(cpp, in_channels=in_channels, out_channels=out_channels, kernel_size=kernel_size,
                          stride=stride, padding=padding)
-        # padding="same" with an even kernel pads one more on the right and bottom, which the C++ layer cannot.
-        object.__setattr__(self, "_extra_padding", extra)
+        if any(extra):
+            object.__setattr__(self, "_cpp", _PaddedConvolution(cpp, extra))
         if not bias:
             self._parameters["bias"] = None
-
-    def forward(self, x):
-        if any(self._extra_padding):
-            x = F.pad(x, (0, self._extra_padding[1], 0, self._extra_padding[0]))
-        return self._cpp(x)
 
 
 class MaxPool2d(Module):
