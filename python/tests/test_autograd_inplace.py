@@ -139,3 +139,33 @@ def test_clearing_grad_while_other_threads_run_backward_does_not_crash():
         print("done")
     """)
     assert "done" in out
+
+
+def test_a_shared_layer_trained_from_several_threads_does_not_crash():
+    out = run_isolated("""
+        import threading, strata
+        from strata import nn
+        conv = nn.Conv2d(3, 8, 3, padding=1)
+        lin = nn.Linear(8 * 8 * 8, 4)
+        opt = strata.optim.SGD(list(conv.parameters()) + list(lin.parameters()), lr=0.01)
+        x = strata.randn(4, 3, 8, 8)
+        errors = []
+        def train():
+            try:
+                for _ in range(40):
+                    lin(conv(x).flatten(1)).sum().backward()
+            except RuntimeError as e:  # a step between another thread's forward and backward is refused
+                if "modified by an inplace operation" not in str(e):
+                    errors.append(e)
+        def step():
+            for _ in range(40):
+                with strata.no_grad():
+                    opt.step()
+                opt.zero_grad()
+        threads = [threading.Thread(target=train) for _ in range(3)] + [threading.Thread(target=step)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        assert not errors, errors
+        print("done")
+    """)
+    assert "done" in out
