@@ -1,6 +1,6 @@
 """Tutorial-style programs written for PyTorch (tutorials_ported/: PyTorch's Tensors, Autograd, Build the Neural
-Network and Optimization tutorials, D2L's MLP, CNN and RNN chapters, schedulers with clipping, containers with
-train/eval) run with `torch` renamed to `strata` and nothing else, and print what PyTorch 2.15 printed
+Network, Optimization and DCGAN tutorials, D2L's MLP, CNN and RNN chapters, schedulers with clipping, containers
+with train/eval) run with `torch` renamed to `strata` and nothing else, and print what PyTorch 2.15 printed
 (tutorials_ported/expected, written by tutorials_ported/record.py): the same words, numbers within float32
 rounding carried through a few training steps."""
 import os
