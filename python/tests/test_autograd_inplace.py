@@ -169,3 +169,7 @@ def test_a_shared_layer_trained_from_several_threads_does_not_crash():
         print("done")
     """)
     assert "done" in out
+
+
+def test_backward_to_a_leaf_nobody_holds():
+    strata.ones(2, requires_grad=True).sum().backward()  # the gradient has nowhere to go, as in PyTorch

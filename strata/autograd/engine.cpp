@@ -31,6 +31,7 @@ Edge edge_of(const Tensor& t) {
     accumulator = std::make_shared<Node>();
     accumulator->name = "AccumulateGrad";
     accumulator->leaf = meta;
+    accumulator->accumulates = true;
     meta->grad_accumulator = accumulator;
   }
   return {accumulator};
@@ -208,8 +209,9 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     Tensor g = std::move(grads[node.get()]);
     grads.erase(node.get());
     if (g.defined()) g = apply_hooks(node->pre_hooks, std::move(g));
-    if (auto leaf = node->leaf.lock()) {
-      if (g.defined()) accumulate(*leaf, std::move(g));
+    if (node->accumulates) {
+      // A leaf nobody holds any more has nowhere to keep its gradient: `ones(2).requires_grad_().sum().backward()`.
+      if (auto leaf = node->leaf.lock(); leaf && g.defined()) accumulate(*leaf, std::move(g));
       continue;
     }
     std::vector<Tensor> input_grads;

@@ -42,7 +42,8 @@ struct Node {
   BackwardFn backward;       // empty for accumulators and after a backward pass without retain_graph
   std::vector<Edge> next;    // one per input of the op
   std::vector<TensorHook> pre_hooks;  // hooks registered on the op's output tensor
-  std::weak_ptr<AutogradMeta> leaf;   // set for accumulators: the leaf tensor's meta
+  std::weak_ptr<AutogradMeta> leaf;   // set for accumulators: the leaf tensor's meta (gone with the leaf)
+  bool accumulates = false;           // a leaf's accumulator, not an op
   std::vector<SavedVersion> saved;    // the values `backward` reads, checked before it runs
   bool released = false;
 };

@@ -131,6 +131,12 @@ TEST(DeepGraph, IsFreedAndWalkedWithoutRecursion) {
   SUCCEED();
 }
 
+TEST(DeepGraph, ALeafNobodyHoldsIsSkipped) {
+  Tensor loss = sum(leaf({1, 2}) * 2.0);  // the leaf dies with this statement; its accumulator lives on in the graph
+  loss.backward();
+  SUCCEED();
+}
+
 TEST(SharedLeaf, ThreadsRunningBackwardSumTheirGradients) {
   Tensor w = leaf({1, 2, 3, 4});
   constexpr int kThreads = 4, kSteps = 200;
