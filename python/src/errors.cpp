@@ -57,7 +57,19 @@ std::string in_python_terms(std::string message) {
   return message;
 }
 
-void set_error(PyObject* cls, const char* what) { PyErr_SetString(cls, in_python_terms(what).c_str()); }
+// A message may quote bytes that are not UTF-8 (a path): PyErr_SetString would fail on them and leave the exception
+// without a message, so they are decoded with backslash escapes.
+void set_error(PyObject* cls, const char* what) {
+  const std::string message = in_python_terms(what);
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "backslashreplace");
+  if (text == nullptr) {
+    PyErr_Clear();
+    PyErr_SetString(cls, "(the error message could not be decoded)");
+    return;
+  }
+  PyErr_SetObject(cls, text);
+  Py_DECREF(text);
+}
 
 PyObject* make_class(py::module_& m, const char* name, py::tuple bases, const char* doc) {
   py::dict namespace_;

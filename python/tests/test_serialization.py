@@ -348,3 +348,9 @@ def test_a_hostile_structure_is_an_io_error(tmp_path, structure):
     strata.save_file({"w": strata.ones(1)}, tmp_path / "h", metadata={"strata.structure": structure})
     with pytest.raises(strata.IOError, match="structure"):
         strata.load(tmp_path / "h")
+
+
+def test_an_error_about_a_path_that_is_not_utf8_keeps_its_message():
+    with pytest.raises(OSError) as caught:
+        strata.load(b"/no/such/\xff")
+    assert "no/such" in str(caught.value) and "\\xff" in str(caught.value)
