@@ -97,3 +97,14 @@ def test_reduce_lr_on_plateau_state_dict_round_trips():
     other.load_state_dict(state)
     assert other.best == 1.0 and other.patience == 0
     assert scheduler.step(strata.tensor(0.5)) is None and scheduler.best == 0.5  # a 0-d tensor metric
+
+
+def test_wrong_arguments_name_the_python_class():
+    with pytest.raises(TypeError, match="RMSprop"):
+        optim.RMSprop(5)
+    with pytest.raises(TypeError, match="Adagrad"):
+        optim.Adagrad(strata.ones(2, requires_grad=True))
+    with pytest.raises(TypeError, match="not an Optimizer"):
+        optim.lr_scheduler.ExponentialLR(3, 0.5)
+    with pytest.raises(TypeError, match="not an Optimizer"):
+        optim.lr_scheduler.ReduceLROnPlateau(None)

@@ -162,3 +162,11 @@ def test_shape_helpers_refuse_bad_arguments():
         strata.roll(strata.ones(3), (1, 2), 0)
     with pytest.raises(NotImplementedError):
         strata.zeros(2, 2).scatter(0, strata.zeros(1, 2, dtype=strata.int64), 1.0, reduce="multiply")
+
+
+def test_composed_functions_check_their_tensor_argument():
+    with pytest.raises(TypeError, match="sort"):
+        strata.sort("x")
+    with pytest.raises(TypeError, match="must be Tensor"):
+        strata.cumsum([1, 2], 0)
+    assert strata.hstack([strata.ones(2), strata.zeros(1)]).tolist() == [1.0, 1.0, 0.0]

@@ -1,6 +1,7 @@
 """What the modules of strata._composed share: attaching a function to Tensor and to the strata namespace, named
 result tuples, and the helpers for zero gradients, numbers as tensors and in-place forms."""
 import collections
+import functools
 
 import strata
 from strata import _C
@@ -22,13 +23,25 @@ def named(name, fields):
 
 def export(function, name=None, method=True, function_too=True):
     """Attaches `function` as Tensor.<name> and strata.<name> where the compiled module has neither, so that a C++
-    kernel added later takes over by itself."""
+    kernel added later takes over by itself. A function that is also a method takes a tensor first, which
+    strata.<name> checks, as PyTorch's do."""
     name = name or function.__name__
     if method and not hasattr(Tensor, name):
         setattr(Tensor, name, function)
     if function_too and not hasattr(_C, name):
-        exported[name] = function
+        exported[name] = _taking_a_tensor_first(function, name) if method else function
     return function
+
+
+def _taking_a_tensor_first(function, name):
+    @functools.wraps(function)
+    def checked(*args, **kwargs):
+        first = args[0] if args else kwargs.get("input", kwargs.get("tensor"))
+        if not isinstance(first, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(first).__name__}")
+        return function(*args, **kwargs)
+
+    return checked
 
 
 def full_like_bool(t, value):

@@ -189,10 +189,10 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     return out.requires_grad_(requires_grad)
 
 
-for _f in (dot, mv, outer, tril, triu, diag, trace, flip, roll, movedim, swapaxes, broadcast_to, hstack, vstack,
-           repeat_interleave, numel, amax, amin, count_nonzero, cumprod):
+for _f in (dot, mv, outer, tril, triu, diag, trace, flip, roll, movedim, swapaxes, broadcast_to, repeat_interleave,
+           numel, amax, amin, count_nonzero, cumprod):
     export(_f)
-for _f in (broadcast_tensors, meshgrid, logspace):
+for _f in (broadcast_tensors, meshgrid, logspace, hstack, vstack):
     export(_f, method=False)
 export(outer, "ger")
 export(swapaxes, "swapdims")

@@ -19,7 +19,16 @@ class PythonOptimizer(_C.optim.PythonOptimizer):
             if options.pop(key, default) not in (default, False):
                 raise NotImplementedError(f"{type(self).__name__}: {key}= is not implemented; leave it at its default")
         check_hyperparameter("learning rate", lr)
-        super().__init__(params, lr, type(self).__name__, state_names, True)
+        name = type(self).__name__
+        if isinstance(params, _C.Tensor):
+            raise TypeError(f"{name}: params should be an iterable of tensors or dicts, but got a tensor; pass "
+                            "[tensor] or model.parameters()")
+        try:
+            params = list(params)
+        except TypeError:
+            raise TypeError(f"{name}: params should be an iterable of tensors or dicts, but got "
+                            f"{type(params).__name__}") from None
+        super().__init__(params, lr, name, state_names, True)
         self.defaults = dict(lr=lr, **options)
 
     def _groups(self):

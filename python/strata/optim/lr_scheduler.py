@@ -7,11 +7,17 @@ import math
 from strata._C.optim.lr_scheduler import CosineAnnealingLR, LRScheduler, StepLR  # noqa: F401
 
 
+def _check_optimizer(optimizer, scheduler):
+    if not hasattr(optimizer, "param_groups"):
+        raise TypeError(f"{scheduler}: {type(optimizer).__name__} is not an Optimizer")
+
+
 class _PythonScheduler:
     """PyTorch's LRScheduler protocol: base_lrs, last_epoch (0 after construction), step(), get_last_lr(),
     state_dict() and load_state_dict()."""
 
     def __init__(self, optimizer, last_epoch=-1):
+        _check_optimizer(optimizer, type(self).__name__)
         if last_epoch != -1:
             raise NotImplementedError(f"{type(self).__name__}: last_epoch other than -1 is not implemented; construct "
                                       "the scheduler fresh and load_state_dict() a saved one instead")
@@ -58,6 +64,7 @@ class LambdaLR(_PythonScheduler):
     """lr = base_lr * lr_lambda(epoch); one function, or one per parameter group."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        _check_optimizer(optimizer, type(self).__name__)
         groups = len(optimizer.param_groups)
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != groups:
@@ -105,6 +112,7 @@ class ReduceLROnPlateau:
 
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4, threshold_mode="rel",
                  cooldown=0, min_lr=0, eps=1e-8):
+        _check_optimizer(optimizer, "ReduceLROnPlateau")
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         if mode not in ("min", "max"):
