@@ -276,10 +276,17 @@ nn::init::FanMode to_fan_mode(const std::string& mode) {
 
 nn::init::Nonlinearity to_nonlinearity(const std::string& name) {
   using N = nn::init::Nonlinearity;
-  static const std::pair<const char*, N> names[] = {
-      {"linear", N::Linear}, {"conv1d", N::Conv},    {"conv2d", N::Conv}, {"conv3d", N::Conv},
-      {"sigmoid", N::Sigmoid}, {"tanh", N::Tanh},    {"relu", N::ReLU},   {"leaky_relu", N::LeakyReLU},
-      {"selu", N::SELU},     {"conv_transpose1d", N::Conv}, {"conv_transpose2d", N::Conv}};
+  static const std::pair<const char*, N> names[] = {{"linear", N::Linear},
+                                                    {"conv1d", N::Conv},
+                                                    {"conv2d", N::Conv},
+                                                    {"conv3d", N::Conv},
+                                                    {"sigmoid", N::Sigmoid},
+                                                    {"tanh", N::Tanh},
+                                                    {"relu", N::ReLU},
+                                                    {"leaky_relu", N::LeakyReLU},
+                                                    {"selu", N::SELU},
+                                                    {"conv_transpose1d", N::Conv},
+                                                    {"conv_transpose2d", N::Conv}};
   for (const auto& [n, v] : names) {
     if (name == n) return v;
   }
