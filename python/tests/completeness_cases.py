@@ -396,6 +396,14 @@ def schedulers(lib):
         "plateau_max_abs": _lrs(lib, lambda L, o: get(L, "ReduceLROnPlateau")(o, mode="max", patience=1,
                                                                               threshold_mode="abs",
                                                                               threshold=0.01), plateau),
+        "linear": _lrs(lib, lambda L, o: get(L, "LinearLR")(o, 0.25, 1.0, 4)),
+        "constant": _lrs(lib, lambda L, o: get(L, "ConstantLR")(o, 0.5, 3)),
+        "polynomial": _lrs(lib, lambda L, o: get(L, "PolynomialLR")(o, 6, 2.0)),
+        "warm_restarts": _lrs(lib, lambda L, o: get(L, "CosineAnnealingWarmRestarts")(o, 3, 2, 0.01)),
+        "one_cycle": _lrs(lib, lambda L, o: get(L, "OneCycleLR")(o, 1.0, total_steps=12, cycle_momentum=False)),
+        "sequential": _lrs(lib, lambda L, o: get(L, "SequentialLR")(
+            o, [get(L, "LinearLR")(o, 0.1, total_iters=3), get(L, "ExponentialLR")(o, 0.8),
+                get(L, "CosineAnnealingLR")(o, 4)], [3, 7])),
     }
 
 

@@ -108,3 +108,13 @@ def test_wrong_arguments_name_the_python_class():
         optim.lr_scheduler.ExponentialLR(3, 0.5)
     with pytest.raises(TypeError, match="not an Optimizer"):
         optim.lr_scheduler.ReduceLROnPlateau(None)
+
+
+def test_one_cycle_refuses_momentum_cycling_it_cannot_do():
+    opt = optim.SGD([strata.ones(1, requires_grad=True)], lr=0.1, momentum=0.9)
+    with pytest.raises(NotImplementedError, match="cycle_momentum=False"):
+        optim.lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
+    with pytest.raises(ValueError):
+        optim.lr_scheduler.OneCycleLR(opt, max_lr=[1.0, 2.0], total_steps=10, cycle_momentum=False)
+    with pytest.raises(ValueError):
+        optim.lr_scheduler.SequentialLR(opt, [optim.lr_scheduler.ConstantLR(opt)], milestones=[2])
