@@ -347,6 +347,21 @@ def attention(lib):
     return out
 
 
+@case
+def more_activations(lib):
+    x = data(2, 4, 5, 6, seed=100, scale=3)
+    x[0, 0, 0, :3] = [0.0, 3.0, -3.0]
+    out = {}
+    for name, args in [("Hardtanh", ()), ("Softsign", ()), ("LogSigmoid", ()), ("Mish", ()), ("Hardswish", ()),
+                       ("Hardsigmoid", ()), ("Softmin", (1,)), ("Tanhshrink", ()), ("Threshold", (0.1, 20.0)),
+                       ("GLU", (1,)), ("SELU", ()), ("CELU", (0.5,)), ("Softshrink", ()), ("Hardshrink", (0.3,)),
+                       ("AdaptiveMaxPool2d", ((2, 4),)), ("GELU", ("tanh",)), ("LogSoftmax", (2,))]:
+        t = leaf(lib, x)
+        for key, v in grads_of(lib, getattr(lib.nn, name)(*args)(t), t).items():
+            out[f"{name}.{key}"] = v
+    return out
+
+
 def _train(lib, make_optimizer):
     w = leaf(lib, data(3, 4, seed=28))
     x = lib.tensor(data(8, 3, seed=29))

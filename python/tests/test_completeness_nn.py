@@ -240,3 +240,20 @@ def test_same_padding_with_an_even_kernel_survives_fusion():
     plain = model(x)
     fused = model.fuse()(x)
     assert fused.shape == plain.shape == (1, 2, 6, 6) and strata.allclose(fused, plain, atol=1e-6)
+
+
+def test_channel_dropout_and_refused_pooling_options():
+    out = nn.Dropout2d(0.5)(strata.ones(2, 16, 3, 3))
+    for image in out:
+        for channel in image:
+            assert len(set(channel.reshape(-1).tolist())) == 1  # a channel is dropped or kept whole
+    assert set(out.reshape(-1).tolist()) <= {0.0, 2.0}
+    assert nn.Dropout2d(0.5).eval()(strata.ones(1, 2, 2, 2)).tolist() == strata.ones(1, 2, 2, 2).tolist()
+    assert F.one_hot(strata.tensor([0, 3])).shape == (2, 4)
+    assert nn.Identity(5, unused=True)(strata.ones(1)).tolist() == [1.0]
+    with pytest.raises(NotImplementedError):
+        nn.AvgPool2d(3, ceil_mode=True)
+    with pytest.raises(NotImplementedError):
+        nn.AvgPool2d(3, padding=1, count_include_pad=False)
+    with pytest.raises(ValueError):
+        F.gelu(strata.ones(1), approximate="sigmoid")

@@ -29,6 +29,26 @@ from strata.nn.layers import (  # noqa: F401
     Unflatten,
     Upsample,
 )
+from strata.nn.activation import (  # noqa: F401
+    CELU,
+    GLU,
+    SELU,
+    AdaptiveMaxPool2d,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LogSigmoid,
+    Mish,
+    Softmin,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from strata.nn.conv import Conv1d, ConvTranspose2d, MaxPool1d  # noqa: F401
 from strata.nn.loss import (  # noqa: F401
     BCELoss,

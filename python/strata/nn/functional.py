@@ -7,8 +7,8 @@ import numpy as np
 
 import strata
 from strata import _C
-from strata._C import gelu, log_softmax, one_hot, sigmoid, softmax, tanh  # noqa: F401
-from strata._C.nn.functional import adaptive_avg_pool2d, avg_pool2d, batch_norm, layer_norm, linear  # noqa: F401
+from strata._C import sigmoid, tanh  # noqa: F401
+from strata._C.nn.functional import adaptive_avg_pool2d, batch_norm, layer_norm, linear  # noqa: F401
 from strata.nn._losses import (  # noqa: F401
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -332,3 +332,130 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         b = out.index_select(dim, strata.tensor(high, device=input.device))
         out = a * (1 - lam) + b * lam
     return out
+
+
+def _implicit_dim(input):
+    # PyTorch's deprecated choice when softmax is given no dim.
+    return 0 if input.dim() in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    x = input if dtype is None else input.to(dtype)
+    return _C.softmax(x, _implicit_dim(x) if dim is None else dim)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    x = input if dtype is None else input.to(dtype)
+    return _C.log_softmax(x, _implicit_dim(x) if dim is None else dim)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return softmax(-input, dim, dtype=dtype)
+
+
+def gelu(input, approximate="none"):
+    if approximate == "none":
+        return _C.gelu(input)
+    if approximate != "tanh":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return input * 0.5 * (1 + _C.tanh((input + input * input * input * 0.044715) * math.sqrt(2 / math.pi)))
+
+
+def one_hot(tensor, num_classes=-1):
+    if num_classes == -1:
+        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    return _C.one_hot(tensor, num_classes)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    if ceil_mode or divisor_override is not None:
+        raise NotImplementedError("avg_pool2d: ceil_mode=True and divisor_override (torch.nn.functional.avg_pool2d's) "
+                                  "are not implemented; pad the input with F.pad and use ceil_mode=False")
+    if not count_include_pad and _tuple(padding, 2, "avg_pool2d: padding") != (0, 0):
+        raise NotImplementedError("avg_pool2d: count_include_pad=False with padding is not implemented; divide "
+                                  "by avg_pool2d of a ones tensor padded the same way instead")
+    return _C.nn.functional.avg_pool2d(input, kernel_size, stride, padding)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Each output cell the maximum of its window [floor(i H / h), ceil((i + 1) H / h)), as PyTorch's."""
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d: return_indices=True is not implemented")
+    out_h, out_w = _tuple(output_size, 2, "adaptive_max_pool2d: output_size")
+    height, width = input.shape[-2:]
+    if height % out_h == 0 and width % out_w == 0:
+        return max_pool2d(input, (height // out_h, width // out_w))
+    rows = []
+    for i in range(out_h):
+        h0, h1 = i * height // out_h, -(-(i + 1) * height // out_h)
+        cells = [input.narrow(-2, h0, h1 - h0).narrow(-1, j * width // out_w,
+                                                       -(-(j + 1) * width // out_w) - j * width // out_w)
+                 .amax((-2, -1), keepdim=True) for j in range(out_w)]
+        rows.append(strata.cat(cells, -1))
+    return strata.cat(rows, -2)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels ([N, C, ...] or unbatched [C, ...]) with probability p, scaling the rest by 1 / (1 - p)."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    channels = 2 if input.dim() > 3 or input.dim() == 2 else 1
+
+    def drop(x):
+        keep = (strata.rand(*x.shape[:channels], *([1] * (x.dim() - channels)), device=x.device) >= p).to(x.dtype)
+        return x * keep / (1 - p) if p < 1 else x * 0
+
+    return _apply(drop, input, inplace)
+
+
+dropout1d = dropout3d = dropout2d
+
+
+def softsign(input):
+    return input / (input.abs() + 1)
+
+
+def logsigmoid(input):
+    return -softplus(-input)
+
+
+def hardsigmoid(input, inplace=False):
+    return _apply(lambda x: relu6(x + 3) / 6, input, inplace)
+
+
+def hardswish(input, inplace=False):
+    return _apply(lambda x: x * relu6(x + 3) / 6, input, inplace)
+
+
+def tanhshrink(input):
+    return input - _C.tanh(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _apply(lambda x: strata.where(x > threshold, x, strata.full_like(x, value)), input, inplace)
+
+
+def glu(input, dim=-1):
+    a, b = input.chunk(2, dim)
+    return a * _C.sigmoid(b)
+
+
+def selu(input, inplace=False):
+    return _apply(lambda x: elu(x, 1.6732632423543772) * 1.0507009873554805, input, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _apply(lambda x: strata.where(x > 0, x, (strata.exp(strata.where(x > 0, strata.zeros_like(x), x) / alpha)
+                                                    - 1) * alpha), input, inplace)
+
+
+def softshrink(input, lambd=0.5):
+    return strata.where(input > lambd, input - lambd, strata.where(input < -lambd, input + lambd,
+                                                                   strata.zeros_like(input)))
+
+
+def hardshrink(input, lambd=0.5):
+    return strata.where(input.abs() > lambd, input, strata.zeros_like(input))

@@ -102,7 +102,13 @@ class MaxPool2d(Module):
 
 
 class AvgPool2d(_CppLayer):
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        # The options the C++ pooling lacks are refused here, as F.avg_pool2d refuses them.
+        F.avg_pool2d(strata.zeros(1, 1, 1, 1), 1, None, 0, ceil_mode, count_include_pad or padding == 0,
+                     divisor_override)
+        if not count_include_pad and F._tuple(padding, 2, "AvgPool2d: padding") != (0, 0):
+            F.avg_pool2d(strata.zeros(1, 1, 3, 3), 3, None, padding, False, False)
         super().__init__(_C.nn.AvgPool2d(kernel_size, stride, padding), kernel_size=kernel_size, stride=stride,
                          padding=padding)
 
@@ -236,8 +242,12 @@ class Softplus(Module):
 
 
 class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
     def forward(self, x):
-        return strata.gelu(x)
+        return F.gelu(x, self.approximate)
 
 
 class Tanh(Module):
@@ -251,6 +261,11 @@ class Sigmoid(Module):
 
 
 class Identity(Module):
+    """Returns its input; takes and ignores any arguments, as PyTorch's."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
     def forward(self, x):
         return x
 
@@ -265,17 +280,17 @@ class Flatten(Module):
 
 
 class Softmax(Module):
-    def __init__(self, dim):
+    def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
 
     def forward(self, x):
-        return strata.softmax(x, self.dim)
+        return F.softmax(x, self.dim)
 
 
 class LogSoftmax(Softmax):
     def forward(self, x):
-        return strata.log_softmax(x, self.dim)
+        return F.log_softmax(x, self.dim)
 
 
 class Unflatten(Module):
