@@ -170,3 +170,10 @@ def test_composed_functions_check_their_tensor_argument():
     with pytest.raises(TypeError, match="must be Tensor"):
         strata.cumsum([1, 2], 0)
     assert strata.hstack([strata.ones(2), strata.zeros(1)]).tolist() == [1.0, 1.0, 0.0]
+
+
+def test_sum_and_mean_take_a_dtype():
+    t = strata.tensor([1, 2, 4])
+    assert t.sum(dtype=strata.float64).dtype == strata.float64
+    assert strata.mean(t, dtype=strata.float32).item() == pytest.approx(7 / 3)
+    assert strata.ones(2, 3).sum(axis=1, dtype=strata.float64).tolist() == [3.0, 3.0]

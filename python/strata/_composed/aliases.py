@@ -59,6 +59,18 @@ for _name in ("sum", "mean", "argmax", "argmin", "max", "min", "std", "var", "cu
     _function = exported.get(_name) or getattr(_C, _name, None)
     if _function is not None:
         exported[_name] = _with_aliases(_function, [("axis", "dim"), ("keepdims", "keepdim")])
+def _with_dtype(function):
+    """dtype=: the input converted first, as PyTorch's sum(dtype=...) and mean(dtype=...)."""
+    @functools.wraps(function)
+    def wrapper(input, *args, dtype=None, **kwargs):
+        return function(input if dtype is None else input.to(dtype), *args, **kwargs)
+
+    return wrapper
+
+
+for _name in ("sum", "mean"):
+    setattr(Tensor, _name, _with_dtype(getattr(Tensor, _name)))
+    exported[_name] = _with_dtype(exported[_name])
 for _name in ("zeros", "ones", "empty", "rand", "randn"):
     exported[_name] = _with_size_keyword(getattr(_C, _name))
 del _name, _function
