@@ -151,6 +151,69 @@ int checked_cuda_index(py::handle device) {
   return static_cast<int>(index);
 }
 
+// A Python hook held by the graph, which backward runs and frees without the GIL: both take it back.
+struct PythonHook {
+  py::object function;
+  bool removed = false;
+};
+
+std::shared_ptr<PythonHook> hold_hook(py::object function) {
+  return std::shared_ptr<PythonHook>(new PythonHook{std::move(function)}, [](PythonHook* hook) {
+    if (!Py_IsInitialized()) return;  // at exit: leaked, as Python leaks what it still holds
+    py::gil_scoped_acquire gil;
+    delete hook;
+  });
+}
+
+/// What Tensor.register_hook returns: remove() turns the hook off (PyTorch's RemovableHandle).
+struct HookHandle {
+  std::shared_ptr<PythonHook> hook;
+  void remove() const { hook->removed = true; }
+};
+
+void register_autograd(py::module_& m, py::class_<Tensor>& cls) {
+  py::class_<HookHandle>(m, "_HookHandle", "Removes the hook it was returned for: handle.remove().")
+      .def("remove", &HookHandle::remove)
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](const HookHandle& h, py::args) { h.remove(); });
+  cls.def(
+      "register_hook",
+      [](Tensor& t, py::object function) {
+        if (!PyCallable_Check(function.ptr())) {
+          throw py::type_error("register_hook: the hook must be callable, got " +
+                               std::string(py::str(py::type::of(function).attr("__name__"))));
+        }
+        std::shared_ptr<PythonHook> hook = hold_hook(function);
+        t.register_hook([hook](const Tensor& grad) -> Tensor {
+          py::gil_scoped_acquire gil;
+          if (hook->removed) return Tensor();
+          py::object replaced = hook->function(grad);
+          return replaced.is_none() ? Tensor() : to_tensor(replaced, "the value a hook returned", false);
+        });
+        return HookHandle{hook};
+      },
+      py::arg("hook"),
+      "hook(grad) runs when this tensor's gradient is computed; a tensor it returns replaces the gradient.");
+  cls.def(
+      "retain_grad", [](const Tensor& t) { autograd::retain_grad(t); },
+      "Keeps this result's gradient in .grad after backward, as leaves keep theirs.");
+  cls.def_property_readonly("retains_grad", [](const Tensor& t) { return autograd::retains_grad(t); });
+  m.def(
+      "_autograd_grad",
+      [](const std::vector<Tensor>& outputs, const std::vector<std::optional<Tensor>>& grad_outputs,
+         const std::vector<Tensor>& inputs, bool retain_graph, bool allow_unused) {
+        std::vector<Tensor> weights;
+        for (const auto& g : grad_outputs) weights.push_back(g ? *g : Tensor());
+        std::vector<Tensor> grads =
+            without_gil([&] { return autograd::grad(outputs, weights, inputs, retain_graph, allow_unused); });
+        py::list result;
+        for (const Tensor& g : grads) result.append(g.defined() ? py::cast(g) : py::none());
+        return result;
+      },
+      py::arg("outputs"), py::arg("grad_outputs"), py::arg("inputs"), py::arg("retain_graph"),
+      py::arg("allow_unused"));
+}
+
 void check_one_value(const Tensor& t, const char* what) {
   STRATA_CHECK(t.numel() == 1, InvalidArgumentError,
                "{} of a tensor with {} values is ambiguous; only one-element tensors convert", what, t.numel());
@@ -356,6 +419,7 @@ void register_tensor(py::module_& m) {
       },
       py::arg("gradient") = py::none(), py::arg("retain_graph") = false,
       "Computes the gradients of this tensor with respect to the leaves that require grad.");
+  register_autograd(m, cls);
 
   register_ops(m, cls);
   register_creation(m);

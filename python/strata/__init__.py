@@ -24,7 +24,7 @@ del _name
 
 from strata._tensor import Size, as_tensor, enable_grad, no_grad, set_grad_enabled, tensor  # noqa: E402
 from strata import cuda, data, nn, optim  # noqa: E402
-from strata import accelerator, backends  # noqa: E402
+from strata import accelerator, autograd, backends  # noqa: E402
 from strata._inference_mode import inference_mode, is_inference_mode_enabled  # noqa: E402
 from strata._composed import *  # noqa: E402,F401,F403 (PyTorch's tensor functions composed in Python)
 from strata.serialization import load, load_file, load_metadata, save, save_file  # noqa: E402

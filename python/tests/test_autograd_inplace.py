@@ -173,3 +173,61 @@ def test_a_shared_layer_trained_from_several_threads_does_not_crash():
 
 def test_backward_to_a_leaf_nobody_holds():
     strata.ones(2, requires_grad=True).sum().backward()  # the gradient has nowhere to go, as in PyTorch
+
+
+def test_autograd_grad_leaves_grad_untouched():
+    x = strata.tensor([1.0, 2.0], requires_grad=True)
+    y = strata.tensor([3.0], requires_grad=True)
+    out = (x * x).sum() * y.sum()
+    gx, gy = strata.autograd.grad(out, (x, y))
+    assert gx.tolist() == [6.0, 12.0] and gy.tolist() == [5.0]
+    assert x.grad is None and y.grad is None
+
+
+def test_autograd_grad_of_an_intermediate_and_unused_inputs():
+    x = strata.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3
+    out = (h * h).sum()
+    (gh,) = strata.autograd.grad(out, h, retain_graph=True)
+    assert gh.tolist() == [6.0, 12.0]
+    unused = strata.ones(1, requires_grad=True)
+    with pytest.raises(ValueError, match="not used"):
+        strata.autograd.grad(out, [x, unused], retain_graph=True)
+    gx, gu = strata.autograd.grad(out, [x, unused], allow_unused=True)
+    assert gx.tolist() == [18.0, 36.0] and gu is None
+    with pytest.raises(NotImplementedError, match="create_graph"):
+        strata.autograd.grad(x.sum(), x, create_graph=True)
+
+
+def test_register_hook_changes_the_gradient_and_its_handle_removes_it():
+    x = strata.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    h = x * 2
+    handle = h.register_hook(lambda g: seen.append(g.tolist()) or g * 10)
+    h.sum().backward(retain_graph=True)
+    assert seen == [[1.0, 1.0]] and x.grad.tolist() == [20.0, 20.0]
+    handle.remove()
+    x.grad = None
+    h.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0] and len(seen) == 1
+
+
+def test_a_hook_that_raises_stops_backward_with_its_error():
+    x = strata.tensor([1.0], requires_grad=True)
+    y = x * 2
+
+    def bad(_):
+        raise KeyError("from the hook")
+
+    y.register_hook(bad)
+    with pytest.raises(KeyError, match="from the hook"):
+        y.sum().backward()
+
+
+def test_retain_grad_keeps_an_intermediate_gradient():
+    x = strata.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3
+    assert not h.retains_grad and x.retains_grad
+    h.retain_grad()
+    (h * h).sum().backward()
+    assert h.grad.tolist() == [6.0, 12.0] and x.grad.tolist() == [18.0, 36.0]

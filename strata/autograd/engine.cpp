@@ -1,5 +1,6 @@
 // The backward pass: builds graph nodes for recorded ops and runs them in reverse topological order.
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -176,21 +177,31 @@ class CallbackScope {
 
 }  // namespace
 
-/// Runs the backward pass from `root` with the gradient `grad`.
-void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+namespace {
+
+struct Root {
+  std::shared_ptr<Node> node;
+  Tensor grad;
+};
+
+// Runs a backward pass from `roots`. Without `captured` (Tensor::backward) leaves accumulate their gradients; with it
+// (autograd::grad) the gradients reaching its nodes are stored there instead, and no leaf accumulates.
+void execute(const std::vector<Root>& roots, bool retain_graph, std::unordered_map<Node*, Tensor>* captured) {
   (void)installed;
   CallbackScope callbacks;
   ++backward_passes;
-  const Edge start = edge_of(root);
-  STRATA_CHECK(start.node != nullptr, InvalidArgumentError,
-               "backward: the tensor does not require grad and has no grad_fn (did you call requires_grad_() on "
-               "the inputs, or compute it under NoGradGuard?)");
   NoGradGuard no_grad;  // the backward pass itself is not recorded (no higher-order gradients)
 
   // Count, for every reachable node, how many edges lead into it.
   std::unordered_map<Node*, int> pending;
-  std::vector<Node*> stack{start.node.get()};
-  std::unordered_set<Node*> seen{start.node.get()};
+  std::vector<Node*> stack;
+  std::unordered_set<Node*> seen;
+  std::unordered_map<Node*, Tensor> grads;
+  for (const Root& root : roots) {
+    Tensor& slot = grads[root.node.get()];
+    slot = slot.defined() ? add(slot, root.grad) : root.grad;
+    if (seen.insert(root.node.get()).second) stack.push_back(root.node.get());
+  }
   while (!stack.empty()) {
     Node* node = stack.back();
     stack.pop_back();
@@ -201,17 +212,26 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     }
   }
 
-  std::unordered_map<Node*, Tensor> grads{{start.node.get(), grad}};
-  std::vector<std::shared_ptr<Node>> ready{start.node};
+  std::vector<std::shared_ptr<Node>> ready;
+  for (const Root& root : roots) {
+    if (pending[root.node.get()] == 0 && std::none_of(ready.begin(), ready.end(), [&](const auto& n) {
+          return n == root.node;
+        })) {
+      ready.push_back(root.node);
+    }
+  }
   while (!ready.empty()) {
     std::shared_ptr<Node> node = std::move(ready.back());
     ready.pop_back();
     Tensor g = std::move(grads[node.get()]);
     grads.erase(node.get());
     if (g.defined()) g = apply_hooks(node->pre_hooks, std::move(g));
+    if (captured != nullptr) {
+      if (auto it = captured->find(node.get()); it != captured->end()) it->second = g;
+    }
     if (node->accumulates) {
       // A leaf nobody holds any more has nowhere to keep its gradient: `ones(2).requires_grad_().sum().backward()`.
-      if (auto leaf = node->leaf.lock(); leaf && g.defined()) accumulate(*leaf, std::move(g));
+      if (auto leaf = node->leaf.lock(); captured == nullptr && leaf && g.defined()) accumulate(*leaf, std::move(g));
       continue;
     }
     std::vector<Tensor> input_grads;
@@ -240,6 +260,81 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     }
   }
   callbacks.run();
+}
+
+}  // namespace
+
+/// Runs the backward pass from `root` with the gradient `grad`.
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  const Edge start = edge_of(root);
+  STRATA_CHECK(start.node != nullptr, InvalidArgumentError,
+               "backward: the tensor does not require grad and has no grad_fn (did you call requires_grad_() on "
+               "the inputs, or compute it under NoGradGuard?)");
+  execute({Root{start.node, grad}}, retain_graph, nullptr);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+                         const std::vector<Tensor>& inputs, bool retain_graph, bool allow_unused) {
+  STRATA_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), InvalidArgumentError,
+               "grad: {} outputs but {} grad_outputs", outputs.size(), grad_outputs.size());
+  std::vector<Root> roots;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& out = outputs[i];
+    const Edge start = out.defined() ? edge_of(out) : Edge{};
+    STRATA_CHECK(start.node != nullptr, InvalidArgumentError,
+                 "grad: output {} does not require grad and has no grad_fn", i);
+    Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
+    if (!g.defined()) {
+      STRATA_CHECK(out.numel() == 1, ShapeError,
+                   "grad: grad_outputs may be left out only for one-element outputs; output {} has shape {}", i,
+                   out.shape());
+      g = ones(out.shape(), TensorOptions(out.dtype()).device(out.device()));
+    }
+    STRATA_CHECK(g.shape() == out.shape() && g.dtype() == out.dtype(), ShapeError,
+                 "grad: grad_outputs[{}] is {} {}, but output {} is {} {}", i, g.shape(), g.dtype(), i, out.shape(),
+                 out.dtype());
+    roots.push_back({start.node, g});
+  }
+  // The inputs' nodes, held for the pass: a leaf holds its accumulator only weakly.
+  std::vector<Edge> targets;
+  std::unordered_map<Node*, Tensor> captured;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    STRATA_CHECK(inputs[i].defined() && inputs[i].requires_grad(), InvalidArgumentError,
+                 "grad: input {} does not require grad", i);
+    targets.push_back(edge_of(inputs[i]));
+    captured.emplace(targets.back().node.get(), Tensor());
+  }
+  execute(roots, retain_graph, &captured);
+  std::vector<Tensor> result;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    Tensor g = captured[targets[i].node.get()];
+    STRATA_CHECK(g.defined() || allow_unused, InvalidArgumentError,
+                 "grad: input {} was not used to compute the outputs (pass allow_unused=True to get None for it)",
+                 i);
+    result.push_back(std::move(g));
+  }
+  return result;
+}
+
+void retain_grad(const Tensor& t) {
+  auto& meta = meta_of(t);
+  STRATA_CHECK(meta && meta->requires_grad, InvalidArgumentError,
+               "retain_grad: the tensor does not require grad, so no gradient will reach it");
+  if (!meta->grad_fn || meta->retains_grad) return;  // a leaf keeps its gradient anyway
+  meta->retains_grad = true;
+  // Weakly: the hook lives in the node that the tensor's own meta holds.
+  meta->grad_fn->pre_hooks.push_back([weak = std::weak_ptr<AutogradMeta>(meta)](const Tensor& g) {
+    if (auto held = weak.lock()) {
+      std::lock_guard<std::mutex> lock(held->mutex);
+      held->grad = held->grad.defined() ? add(held->grad, g) : g.clone();
+    }
+    return Tensor();
+  });
+}
+
+bool retains_grad(const Tensor& t) {
+  const auto& meta = meta_of(t);
+  return meta && (meta->retains_grad || (meta->requires_grad && !meta->grad_fn));
 }
 
 }  // namespace autograd

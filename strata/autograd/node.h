@@ -53,6 +53,7 @@ struct Node {
 /// The autograd state of a tensor (shared by all copies of a Tensor handle).
 struct AutogradMeta {
   bool requires_grad = false;
+  bool retains_grad = false;  // a non-leaf whose gradient is kept in `grad` (autograd::retain_grad)
   // Guards `grad` and `grad_accumulator`: threads that share a leaf (a parameter) may run backward, read or clear
   // its gradient at once, and accumulation into it is then the sum of theirs, as in PyTorch.
   std::mutex mutex;
