@@ -76,26 +76,3 @@ from strata.nn import functional, hooks, init, utils  # noqa: F401
 functional.scaled_dot_product_attention = scaled_dot_product_attention  # transformer.py imports functional
 
 Dense = Linear
-
-
-def _install_into_module_py():
-    # Forward hooks and ModuleList.extend/insert live in hooks.py and containers.py; until module.py's Module and
-    # ModuleList define them, they are installed here (module.py's own definitions win).
-    from strata.nn.containers import MODULE_LIST_METHODS
-
-    for name, method in MODULE_LIST_METHODS.items():
-        if name not in ModuleList.__dict__:
-            setattr(ModuleList, name, method)
-    for name in ("register_forward_pre_hook", "register_forward_hook"):
-        if name not in Module.__dict__:
-            setattr(Module, name, getattr(hooks, name))
-    if "hooks" not in Module.__call__.__code__.co_names:
-        def __call__(self, *args, **kwargs):
-            """Runs forward with the module's hooks (hooks.call)."""
-            return hooks.call(self, args, kwargs)
-
-        Module.__call__ = __call__
-
-
-_install_into_module_py()
-del _install_into_module_py

@@ -4,22 +4,6 @@ from strata import _C
 from strata.nn.module import Module, ModuleList, Parameter
 
 
-def _module_list_extend(self, modules):
-    """Appends every module of an iterable, as list.extend."""
-    for m in modules:
-        self.append(m)
-    return self
-
-
-def _module_list_insert(self, index, module):
-    """Inserts a module before `index`, renumbering the rest "0", "1", ... as PyTorch does."""
-    modules = list(self._modules.values())
-    modules.insert(index, module)
-    self._modules.clear()
-    for i, m in enumerate(modules):
-        self.add_module(str(i), m)
-
-
 class ModuleDict(Module):
     """Modules by name, registered as the owner's submodules, in insertion order."""
 
@@ -149,7 +133,3 @@ class ParameterDict(Module):
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for key, value in items:
             self[key] = value
-
-
-# ModuleList is module.py's; its list methods beyond append are added here (see strata/nn/__init__.py).
-MODULE_LIST_METHODS = {"extend": _module_list_extend, "insert": _module_list_insert}

@@ -4,6 +4,7 @@ from collections import namedtuple
 
 import strata
 from strata import _C
+from strata.nn import hooks
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -153,7 +154,10 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        return hooks.call(self, args, kwargs)  # forward, with the hooks registered below
+
+    register_forward_pre_hook = hooks.register_forward_pre_hook
+    register_forward_hook = hooks.register_forward_hook
 
     # --- the tree ---
     def named_children(self):
@@ -322,6 +326,20 @@ class ModuleList(Module):
     def append(self, module):
         self.add_module(str(len(self._modules)), module)
         return self
+
+    def extend(self, modules):
+        """Appends every module of an iterable, as list.extend."""
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        """Inserts a module before `index`, renumbering the rest "0", "1", ... as PyTorch does."""
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(modules):
+            self.add_module(str(i), m)
 
     def __len__(self):
         return len(self._modules)
