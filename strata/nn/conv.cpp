@@ -165,10 +165,11 @@ Tensor convolution(const char* op, const Tensor& input_arg, const Tensor& weight
       if (!with_bias) grads.pop_back();
       return grads;
     };
+    const detail::Saves saves = relu ? detail::Saves::kInputsAndOutput : detail::Saves::kInputs;
     if (with_bias) {
-      detail::record(op, {&input_arg, &weight_arg, &bias_arg}, out, std::move(backward));
+      detail::record(op, {&input_arg, &weight_arg, &bias_arg}, out, std::move(backward), saves);
     } else {
-      detail::record(op, {&input_arg, &weight_arg}, out, std::move(backward));
+      detail::record(op, {&input_arg, &weight_arg}, out, std::move(backward), saves);
     }
   }
   return out;

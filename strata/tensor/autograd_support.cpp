@@ -20,9 +20,11 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   return r.reshape(shape);
 }
 
-Tensor grad_like(const Tensor& g, const Tensor& input) {
-  Tensor r = sum_to(g, input.shape());
-  return r.dtype() == input.dtype() ? r : r.to(input.dtype());
+Tensor grad_like(const Tensor& g, const Tensor& input) { return grad_like(g, input.shape(), input.dtype()); }
+
+Tensor grad_like(const Tensor& g, const Shape& shape, DType dtype) {
+  Tensor r = sum_to(g, shape);
+  return r.dtype() == dtype ? r : r.to(dtype);
 }
 
 Tensor unreduce(const Tensor& g, const Shape& in_shape, const std::vector<int64_t>& dims, bool keepdim) {
@@ -55,9 +57,12 @@ bool records_in_place(const char* op, const Tensor& self, std::initializer_list<
                "{}: a leaf tensor that requires grad is being used in an in-place operation; write it under "
                "no_grad() (as optimizers do), or work on a clone()",
                op);
-  STRATA_CHECK(self.storage().use_count() == 1, InvalidArgumentError,
-               "{}: autograd cannot record an in-place operation on a view, or on a tensor whose memory another "
-               "tensor shares (shape {}); use the out-of-place op, or assign through the base tensor (t[...] = v)",
+  const bool covers_its_memory = self.offset() == 0 && self.is_contiguous() &&
+                                 static_cast<std::size_t>(self.numel()) * self.element_size() == self.storage()->nbytes;
+  const bool view = !covers_its_memory || (is_view_op(self.grad_fn_name()) && self.storage().use_count() > 1);
+  STRATA_CHECK(!view, InvalidArgumentError,
+               "{}: autograd cannot record an in-place operation on a view of another tensor (shape {}); use the "
+               "out-of-place op, or assign through the base tensor (t[...] = v)",
                op, self.shape());
   return true;
 }

@@ -209,10 +209,11 @@ template <typename Fa, typename Fb>
 Tensor& record_binary(const char* op, const Tensor& a, const Tensor& b, Tensor& out, Fa da, Fb db,
                       detail::Saves saves = detail::Saves::kInputs) {
   const bool ra = a.requires_grad(), rb = b.requires_grad();
+  // Shapes and dtypes, not the inputs: a derivative that reads an input captures it in da or db itself.
   detail::record(
       op, {&a, &b}, out,
-      [a, b, ra, rb, da, db](const Tensor& g) {
-        return std::vector<Tensor>{ra ? grad_like(da(g), a) : Tensor(), rb ? grad_like(db(g), b) : Tensor()};
+      [sa = a.shape(), ta = a.dtype(), sb = b.shape(), tb = b.dtype(), ra, rb, da, db](const Tensor& g) {
+        return std::vector<Tensor>{ra ? grad_like(da(g), sa, ta) : Tensor(), rb ? grad_like(db(g), sb, tb) : Tensor()};
       },
       saves);
   return out;
@@ -222,7 +223,11 @@ Tensor& record_binary(const char* op, const Tensor& a, const Tensor& b, Tensor& 
 template <typename F>
 Tensor& record_unary(const char* op, const Tensor& a, Tensor& out, F f, detail::Saves saves = detail::Saves::kInputs) {
   detail::record(
-      op, {&a}, out, [a, f](const Tensor& g) { return std::vector<Tensor>{grad_like(f(g), a)}; }, saves);
+      op, {&a}, out,
+      [shape = a.shape(), dtype = a.dtype(), f](const Tensor& g) {
+        return std::vector<Tensor>{grad_like(f(g), shape, dtype)};
+      },
+      saves);
   return out;
 }
 
@@ -282,7 +287,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary("div", div_slot, a, b, floating_type(promote_types(a.dtype(), b.dtype())));
   if (detail::needs_grad({&a, &b})) {
     record_binary("div", a, b, out, [b](const Tensor& g) { return g / b; },
-                  [b, out](const Tensor& g) { return -(g * out / b); });
+                  [b, out = out.detach()](const Tensor& g) { return -(g * out / b); },
+                  detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -294,7 +300,8 @@ Tensor pow(const Tensor& a, const Tensor& b) {
   if (detail::needs_grad({&a, &b})) {
     // d/da = b * a^(b-1); d/db = a^b * log(a) (NaN for a <= 0, as the real logarithm).
     record_binary("pow", a, b, out, [a, b](const Tensor& g) { return g * b * pow(a, b - 1); },
-                  [a, out](const Tensor& g) { return g * out * log(a); });
+                  [a, out = out.detach()](const Tensor& g) { return g * out * log(a); },
+                  detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -349,7 +356,7 @@ Tensor abs(const Tensor& a) {
   Tensor name(const Tensor& a) {                                                                \
     const DType dtype = floating_type(a.dtype());                                               \
     Tensor out = unary(#name, name##_slot, a, dtype, dtype);                                    \
-    if (detail::needs_grad({&a})) record_unary(#name, a, out, [a, out](const Tensor& g) { \
+    if (detail::needs_grad({&a})) record_unary(#name, a, out, [a, out = out.detach()](const Tensor& g) { \
         (void)a;                                                                                \
         return derivative;                                                                      \
       }, detail::Saves::kInputsAndOutput);                                                      \
@@ -386,7 +393,7 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> m
   if (detail::needs_grad({&a})) {
     // The gradient passes where clamping left the value unchanged (bounds included, as PyTorch).
     record_unary(
-        "clamp", a, out, [a, out](const Tensor& g) { return where(eq(out, a), g, zero_of(g)); },
+        "clamp", a, out, [a, out = out.detach()](const Tensor& g) { return where(eq(out, a), g, zero_of(g)); },
         detail::Saves::kInputsAndOutput);
   }
   return out;
@@ -548,7 +555,7 @@ Tensor operator/(const Scalar& a, const Tensor& b) {
   const DType dtype = floating_type(result_type(b.dtype(), a));
   Tensor out = unary("div", rdiv_scalar_slot, b, dtype, dtype, a);
   if (detail::needs_grad({&b})) {
-    record_unary("rdiv", b, out, [b, out](const Tensor& g) { return -(g * out / b); }, detail::Saves::kInputsAndOutput);
+    record_unary("rdiv", b, out, [b, out = out.detach()](const Tensor& g) { return -(g * out / b); }, detail::Saves::kInputsAndOutput);
   }
   return out;
 }

@@ -427,4 +427,12 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) { return ops::broadcast_shapes(op, a, b); }
 
+bool detail::is_view_op(std::string_view op) {
+  for (std::string_view view : {"view", "reshape", "transpose", "permute", "narrow", "select", "slice", "squeeze",
+                                "unsqueeze", "expand"}) {
+    if (op == view) return true;
+  }
+  return false;
+}
+
 }  // namespace strata

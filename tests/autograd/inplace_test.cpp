@@ -87,11 +87,21 @@ TEST(InPlace, WritingAValueNoDerivativeReadsIsAllowed) {
   EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{2, 2}));
 }
 
+TEST(InPlace, AnOutputTheDerivativeReadsIsCheckedToo) {
+  Tensor w = leaf({1, 2});
+  Tensor e = exp(w);  // exp's derivative reads its output
+  const Tensor loss = sum(e);
+  add_(e, ones({2}));
+  EXPECT_THROW(loss.backward(), InvalidArgumentError);
+}
+
 TEST(InPlace, RecordedWriteIntoAViewIsRefused) {
   Tensor w = leaf({1, 2});
   const Tensor a = w * 2.0;
   Tensor row = a.narrow(0, 0, 1);
   EXPECT_THROW(mul_(row, full({1}, 3.0F)), InvalidArgumentError);
+  Tensor whole = a.view({2});  // all of a's memory, but a still sees it
+  EXPECT_THROW(mul_(whole, full({2}, 3.0F)), InvalidArgumentError);
 }
 
 TEST(AssignView, RecordsTheGradientOfTheAssignedValue) {
