@@ -9,6 +9,7 @@
 #include <limits>
 #include <new>
 #include <set>
+#include <pthread.h>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -359,16 +360,58 @@ struct CachingAllocator::State {
   }
 };
 
+namespace {
+
+// Note [Allocators across fork]
+// A thread that allocates while another thread forks leaves its allocator's mutex locked in the child for ever, so
+// the child's first allocation on that device waited for good (a DataLoader's thread preparing a batch at the fork,
+// say). Around fork every allocator's mutex is taken, so that no allocation is half done when the process is
+// copied, and released in parent and child alike, as glibc does for malloc's arenas. Allocators register here.
+struct LiveAllocators {
+  std::mutex mutex;
+  std::vector<std::mutex*> mutexes;
+};
+
+LiveAllocators& live_allocators() {
+  static LiveAllocators* const live = [] {
+    auto* created = new LiveAllocators();  // never destroyed: a fork may come while statics are destroyed
+    const auto release = [] {
+      LiveAllocators& all = live_allocators();
+      for (auto it = all.mutexes.rbegin(); it != all.mutexes.rend(); ++it) (*it)->unlock();
+      all.mutex.unlock();
+    };
+    pthread_atfork(
+        [] {
+          LiveAllocators& all = live_allocators();
+          all.mutex.lock();
+          for (std::mutex* m : all.mutexes) m->lock();
+        },
+        release, release);
+    return created;
+  }();
+  return *live;
+}
+
+}  // namespace
+
 CachingAllocator::CachingAllocator(std::unique_ptr<MemoryResource> resource) : state_(std::make_unique<State>()) {
   STRATA_CHECK(resource != nullptr, InvalidArgumentError, "CachingAllocator: the memory resource is null");
   state_->device = resource->device();
   if (StreamEvents* events = resource->stream_events()) state_->pending = std::make_unique<PendingFrees>(*events);
   state_->resource = std::move(resource);
+  LiveAllocators& live = live_allocators();
+  std::lock_guard lock(live.mutex);
+  live.mutexes.push_back(&state_->mutex);
 }
 
 // Segments still in use when the allocator goes are left to their holders (freeing memory that may still be read
 // would be worse than leaking it); only their bookkeeping is dropped.
 CachingAllocator::~CachingAllocator() {
+  {
+    LiveAllocators& live = live_allocators();
+    std::lock_guard lock(live.mutex);
+    std::erase(live.mutexes, &state_->mutex);
+  }
   std::lock_guard lock(state_->mutex);
   try {
     state_->release_cached_segments();
