@@ -51,6 +51,11 @@ TEST(ThreadPoolsAfterFork, AGrandchildComputesToo) {
 }
 
 TEST(ThreadPoolsAfterFork, AForkWhileAnotherThreadRunsRegions) {
+#if defined(__SANITIZE_ADDRESS__)
+  // GCC 12's AddressSanitizer does not hold its own allocator's lock across fork: a child forked while another thread
+  // allocates waits for that lock for ever, in the sanitizer, before any of Strata's code runs.
+  GTEST_SKIP() << "AddressSanitizer's allocator is not fork-safe while other threads allocate";
+#endif
   // First on this thread: a fork while the other thread initialises the library's statics (the backend registry)
   // would leave the child waiting on a static's guard, as in any C++ library.
   ASSERT_TRUE(products_and_regions_work());
