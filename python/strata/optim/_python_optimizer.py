@@ -52,8 +52,14 @@ class PythonOptimizer(_C.optim.PythonOptimizer):
             for index, p, lr, weight_decay in self._groups():
                 tensors, step = self._state(index)
                 self._set_step(index, step + 1)
-                self.update(index, p, p.grad, tensors, step + 1, lr, weight_decay)
+                self.update(index, p, self._direction(p, p.grad, weight_decay), tensors, step + 1, lr, weight_decay)
         return loss
+
+    def _direction(self, p, grad, weight_decay):
+        """The gradient that update() follows: negated with maximize, plus weight_decay * p (L2, as PyTorch's)."""
+        if self.defaults.get("maximize"):
+            grad = -grad
+        return strata.add(grad, p, alpha=weight_decay) if weight_decay != 0 else grad
 
     def state(self, index):
         """Parameter `index`'s state tensors by name and its step count, as (dict, int)."""

@@ -14,11 +14,7 @@ class Adagrad(PythonOptimizer):
                                                    maximize=maximize))
 
     def update(self, index, p, grad, state, step, lr, weight_decay):
-        o = self.defaults
-        if o["maximize"]:
-            grad = -grad
-        if weight_decay != 0:
-            grad = strata.add(grad, p, alpha=weight_decay)
+        o = self.defaults  # grad is already maximize's and weight decay's (PythonOptimizer._direction)
         if "sum" not in state:
             state["sum"] = strata.full_like(p, o["initial_accumulator_value"])
             self._set_state(index, "sum", state["sum"])

@@ -15,11 +15,7 @@ class RMSprop(PythonOptimizer):
                                                  momentum=momentum, centered=centered, maximize=maximize))
 
     def update(self, index, p, grad, state, step, lr, weight_decay):
-        o = self.defaults
-        if o["maximize"]:
-            grad = -grad
-        if weight_decay != 0:
-            grad = strata.add(grad, p, alpha=weight_decay)
+        o = self.defaults  # grad is already maximize's and weight decay's (PythonOptimizer._direction)
         if "square_avg" not in state:
             for name in self._state_names:
                 state[name] = strata.zeros_like(p)
