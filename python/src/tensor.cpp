@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "strata/tensor/print.h"
 
 namespace strata::python {
 namespace {
@@ -279,7 +280,20 @@ void register_tensor(py::module_& m) {
       return fmt::format("tensor(<{} dims, not printed>, size={}, dtype={}, device='{}')", t.dim(), t.shape(),
                          t.dtype(), t.device());
     }
-    return without_gil([&] { return t.str(); });
+    // As PyTorch prints: tensor([...], dtype=..., device=..., grad_fn=...), rows aligned under the first.
+    constexpr std::size_t kPrefix = sizeof("tensor(") - 1;
+    std::string text = "tensor(" + without_gil([&] { return format_values(t, kPrefix); });
+    if (t.numel() == 0 && t.dim() != 1) text += fmt::format(", size=({})", fmt::join(t.shape(), ", "));
+    if (!t.device().is_cpu()) text += fmt::format(", device='{}'", t.device());
+    if (t.dtype() != DType::F32 && t.dtype() != DType::I64 && t.dtype() != DType::Bool) {
+      text += ", dtype=" + std::string(py::repr(py::cast(t.dtype())));
+    }
+    if (!t.is_leaf()) {
+      text += fmt::format(", grad_fn=<{}>", t.grad_fn_name());
+    } else if (t.requires_grad()) {
+      text += ", requires_grad=True";
+    }
+    return text + ")";
   });
   cls.def("__hash__", [](py::handle self) { return reinterpret_cast<std::intptr_t>(self.ptr()); });
   cls.def(

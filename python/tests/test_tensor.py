@@ -223,10 +223,15 @@ def test_to_devices_and_dtypes(device):
     assert x.double().dtype == strata.float64 and x.long().dtype == strata.int64
 
 
-def test_repr_uses_the_cpp_printer():
-    text = repr(strata.tensor([[1.0, 2.0], [3.0, 4.0]]))
-    assert "1." in text and "4." in text
-    assert "2x3" in repr(strata.zeros(2, 3))
+def test_repr_reads_as_pytorchs():
+    assert repr(strata.tensor([[1.0, 2.0], [3.0, 4.0]])) == "tensor([[1., 2.],\n        [3., 4.]])"
+    assert repr(strata.tensor(3.5)) == "tensor(3.5000)"
+    assert repr(strata.ones(3, dtype=strata.bfloat16)) == "tensor([1., 1., 1.], dtype=strata.bfloat16)"
+    assert repr(strata.tensor([1, 2])) == "tensor([1, 2])"
+    assert repr(strata.ones(2, requires_grad=True)) == "tensor([1., 1.], requires_grad=True)"
+    assert repr(strata.ones(2, requires_grad=True) * 2) == "tensor([2., 2.], grad_fn=<mul>)"
+    assert repr(strata.zeros(0, 3)) == "tensor([], size=(0, 3))"
+    assert str(strata.tensor([1.5])) == "tensor([1.5000])"
 
 
 def test_device_mismatch_is_a_runtime_error_subclass():

@@ -1,6 +1,8 @@
 // Printing tensors the way PyTorch does (nested brackets, aligned columns, 4 decimals, "..." summaries), followed
 // by a trailer line that names the shape, dtype and device.
 
+#include "strata/tensor/print.h"
+
 #include <algorithm>
 #include <cmath>
 #include <ostream>
@@ -127,7 +129,7 @@ class Layout {
   std::size_t next_ = 0;
 };
 
-std::string values_str(const Tensor& t) {
+std::string values_str(const Tensor& t, std::size_t indent) {
   if (t.numel() == 0) return "[]";
   const bool summarize = t.numel() > kSummaryThreshold;
   // Cut the middle out on the tensor's own device, so that only what is printed is copied to the host.
@@ -142,7 +144,7 @@ std::string values_str(const Tensor& t) {
   std::size_t width = 1;
   const std::vector<std::string> cells = cells_of(data.device().is_cpu() ? data : data.to(kCPU), width);
   if (t.dim() == 0) return cells[0];
-  return Layout(cells, data.shape(), cut, width).str(0, 0);
+  return Layout(cells, data.shape(), cut, width).str(0, indent);
 }
 
 std::string trailer(const Tensor& t) {
@@ -154,7 +156,12 @@ std::string trailer(const Tensor& t) {
 
 std::string Tensor::str() const {
   if (!defined()) return "<Tensor undefined>";
-  return values_str(*this) + "\n" + trailer(*this);
+  return values_str(*this, 0) + "\n" + trailer(*this);
+}
+
+std::string format_values(const Tensor& t, std::size_t indent) {
+  STRATA_CHECK(t.defined(), InvalidArgumentError, "format_values: the tensor is undefined");
+  return values_str(t, indent);
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
