@@ -231,3 +231,30 @@ def test_retain_grad_keeps_an_intermediate_gradient():
     h.retain_grad()
     (h * h).sum().backward()
     assert h.grad.tolist() == [6.0, 12.0] and x.grad.tolist() == [18.0, 36.0]
+
+
+def test_converting_a_module_while_other_threads_run_it_raises_at_worst():
+    out = run_isolated("""
+        import threading, strata
+        from strata import nn
+        m = nn.Linear(64, 64)
+        x = strata.ones(8, 64)
+        stop = False
+        unexpected = []
+        def forward_backward():
+            while not stop:
+                try:
+                    m(x).sum().backward()
+                except strata.DTypeError:
+                    pass  # the weight was f64 at that moment: refused, as in PyTorch
+                except Exception as e:  # noqa: BLE001
+                    unexpected.append(repr(e))
+        threads = [threading.Thread(target=forward_backward) for _ in range(2)]
+        for t in threads: t.start()
+        for _ in range(200):
+            m.double(); m.float()
+        stop = True
+        for t in threads: t.join()
+        print("done", unexpected[:3])
+    """)
+    assert "done []" in out
