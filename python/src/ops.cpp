@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include <pybind11/numpy.h>
+
 #include "bindings.h"
 
 namespace strata::python {
@@ -34,6 +36,23 @@ std::vector<int64_t> to_dims(py::handle dim) {
 
 using Binary = Tensor (*)(const Tensor&, const Tensor&);
 
+/// A NumPy array on either side of an operator becomes a tensor on the other operand's device, so that the result is
+/// a tensor, as in PyTorch (NumPy defers to Tensor's reflected operators: its __array_priority__ is higher). Other
+/// objects get NotImplemented, so that Python tries their side or raises its TypeError.
+template <Binary op>
+void def_with_arrays(py::object& cls, const char* name, const char* reflected) {
+  const auto with_array = [](bool array_first) {
+    return [array_first](const Tensor& a, py::handle b) -> py::object {
+      if (!py::isinstance<py::array>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+      const py::object converted = py::module_::import("strata").attr("tensor")(b, py::arg("device") = a.device());
+      const Tensor t = converted.template cast<Tensor>();
+      return py::cast(array_first ? op(t, a) : op(a, t));
+    };
+  };
+  def_method(cls, name, with_array(false), py::is_operator());
+  if (reflected != nullptr) def_method(cls, reflected, with_array(true), py::is_operator());
+}
+
 /// The four forms of a binary operator: tensor-tensor, tensor-number, and reflected (number-tensor).
 template <Binary op>
 void def_binary(py::object& cls, const char* name, const char* reflected) {
@@ -45,6 +64,7 @@ void def_binary(py::object& cls, const char* name, const char* reflected) {
     def_method(
         cls, reflected, [](const Tensor& a, const Scalar& b) { return op(scalar_like(b, a), a); }, py::is_operator());
   }
+  def_with_arrays<op>(cls, name, reflected);
 }
 
 using WithScalar = Tensor (*)(const Tensor&, const Scalar&);
@@ -58,6 +78,7 @@ void def_arithmetic(py::object& cls, const char* name, const char* reflected) {
       cls, name, [](const Tensor& a, const Scalar& b) { return with_scalar(a, b); }, py::is_operator());
   def_method(
       cls, reflected, [](const Tensor& a, const Scalar& b) { return reflected_op(b, a); }, py::is_operator());
+  def_with_arrays<op>(cls, name, reflected);
 }
 
 using InPlace = Tensor& (*)(Tensor&, const Tensor&);

@@ -223,3 +223,14 @@ def test_dlpack_keywords_of_the_array_api():
     assert copy.tolist() == [0.0, 1.0, 2.0] and copy.data_ptr() != t.data_ptr()
     with pytest.raises(BufferError):
         t.__dlpack__(dl_device=(2, 0))
+
+
+def test_operators_with_numpy_arrays_give_tensors_on_either_side():
+    t = strata.ones(2)
+    for result in (t + np.ones(2), np.ones(2) + t, t * np.full(2, 3.0, dtype=np.float32), np.ones(2) - t):
+        assert isinstance(result, strata.Tensor)
+    assert (t + np.ones(2)).tolist() == [2.0, 2.0] and (t + np.ones(2)).dtype == strata.float64  # promoted
+    assert (np.full(2, 5.0, dtype=np.float32) - t).tolist() == [4.0, 4.0]
+    assert (t == np.ones(2, dtype=np.float32)).tolist() == [True, True]
+    with pytest.raises(TypeError):
+        t + [1, 2]  # a list is no array: Python's TypeError, as PyTorch's
