@@ -1,9 +1,9 @@
 // Operators, math and view functions, as Tensor methods and as strata.<name> functions, and the creation
 // functions. A number where PyTorch takes one becomes a 0-dim tensor on the other operand's device.
+#include <pybind11/numpy.h>
+
 #include <string>
 #include <vector>
-
-#include <pybind11/numpy.h>
 
 #include "bindings.h"
 

@@ -211,8 +211,7 @@ void register_autograd(py::module_& m, py::class_<Tensor>& cls) {
         for (const Tensor& g : grads) result.append(g.defined() ? py::cast(g) : py::none());
         return result;
       },
-      py::arg("outputs"), py::arg("grad_outputs"), py::arg("inputs"), py::arg("retain_graph"),
-      py::arg("allow_unused"));
+      py::arg("outputs"), py::arg("grad_outputs"), py::arg("inputs"), py::arg("retain_graph"), py::arg("allow_unused"));
 }
 
 void check_one_value(const Tensor& t, const char* what) {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
-#include <utility>
 #include <unordered_set>
+#include <utility>
 
 #include "strata/autograd/grad_mode.h"
 #include "strata/autograd/node.h"
@@ -50,7 +50,8 @@ void record_node(const char* op, const std::vector<Tensor>& inputs, Tensor& outp
       if (inputs[i].defined()) node->saved.push_back({inputs[i].storage(), inputs[i].version(), static_cast<int>(i)});
     }
   }
-  if (saves == detail::Saves::kInputsAndOutput || saves == detail::Saves::kOutput) node->saved.push_back({output.storage(), output.version(), -1});
+  if (saves == detail::Saves::kInputsAndOutput || saves == detail::Saves::kOutput)
+    node->saved.push_back({output.storage(), output.version(), -1});
   auto& meta = meta_of(output);
   if (!meta) meta = std::make_shared<AutogradMeta>();
   meta->requires_grad = true;
@@ -123,7 +124,6 @@ void check_saved_versions(const Node& node) {
 // stack. ~Node moves the nodes it owns onto a list of the thread's, which the outermost ~Node empties in a loop, so
 // destructors nest at most a few deep whatever the depth of the graph (PyTorch's deleteNode does the same).
 thread_local std::vector<std::shared_ptr<Node>>* nodes_to_free = nullptr;
-
 
 }  // namespace
 
@@ -214,9 +214,8 @@ void execute(const std::vector<Root>& roots, bool retain_graph, std::unordered_m
 
   std::vector<std::shared_ptr<Node>> ready;
   for (const Root& root : roots) {
-    if (pending[root.node.get()] == 0 && std::none_of(ready.begin(), ready.end(), [&](const auto& n) {
-          return n == root.node;
-        })) {
+    if (pending[root.node.get()] == 0 &&
+        std::none_of(ready.begin(), ready.end(), [&](const auto& n) { return n == root.node; })) {
       ready.push_back(root.node);
     }
   }
@@ -309,8 +308,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   for (std::size_t i = 0; i < targets.size(); ++i) {
     Tensor g = captured[targets[i].node.get()];
     STRATA_CHECK(g.defined() || allow_unused, InvalidArgumentError,
-                 "grad: input {} was not used to compute the outputs (pass allow_unused=True to get None for it)",
-                 i);
+                 "grad: input {} was not used to compute the outputs (pass allow_unused=True to get None for it)", i);
     result.push_back(std::move(g));
   }
   return result;

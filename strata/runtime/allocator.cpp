@@ -2,6 +2,8 @@
 // record of blocks used on other streams is in stream_uses.cpp.
 #include "strata/runtime/allocator.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -9,18 +11,17 @@
 #include <limits>
 #include <new>
 #include <set>
-#include <pthread.h>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "strata/core/error.h"
 #include "strata/runtime/memory_report.h"
+#include "strata/runtime/op_scope.h"
 #include "strata/runtime/plugin.h"
 #include "strata/runtime/stream_uses.h"
 #include "strata/runtime/thread_cache.h"
 #include "strata/runtime/transfer.h"
-#include "strata/runtime/op_scope.h"
 
 namespace strata {
 

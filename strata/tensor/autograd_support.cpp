@@ -76,7 +76,8 @@ Tensor& rebase_history(const char* op, Tensor& self, const Tensor& result) {
   copy_values(self, result);  // bumps the version
   if (!result.requires_grad()) {
     // The new values depend on nothing that requires grad: the old history gets no gradient through them.
-    record(op, {&self}, self, [](const Tensor&) { return std::vector<Tensor>{Tensor()}; }, Saves::kNothing);
+    record(
+        op, {&self}, self, [](const Tensor&) { return std::vector<Tensor>{Tensor()}; }, Saves::kNothing);
     return self;
   }
   record(

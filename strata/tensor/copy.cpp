@@ -43,7 +43,8 @@ Tensor Tensor::to(DType dtype) const {
   if (is_floating(dtype) && detail::needs_grad({this})) {
     const DType from = this->dtype();
     detail::record(
-        "to", {this}, out, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; }, detail::Saves::kNothing);
+        "to", {this}, out, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; },
+        detail::Saves::kNothing);
   }
   return out;
 }
@@ -216,7 +217,10 @@ Scalar Tensor::item() const {
 
 Tensor& assign_view(Tensor& base, Tensor view, const Tensor& value) {
   STRATA_CHECK(base.defined() && view.defined() && value.defined(), InvalidArgumentError,
-               "assignment: the {} is undefined", !base.defined() ? "tensor" : !view.defined() ? "view" : "value");
+               "assignment: the {} is undefined",
+               !base.defined()   ? "tensor"
+               : !view.defined() ? "view"
+                                 : "value");
   STRATA_CHECK(view.storage() == base.storage(), InvalidArgumentError,
                "assignment: the view must be a view of the tensor it writes");
   const bool recorded = grad_enabled() && (base.requires_grad() || value.requires_grad());
@@ -235,7 +239,8 @@ Tensor& assign_view(Tensor& base, Tensor view, const Tensor& value) {
   const int64_t view_offset = view.offset() - base.offset();
   view = Tensor();  // the view no longer shares base's memory, so records_in_place sees base's own
   detail::records_in_place("assignment", base, {&value});
-  detail::copy_values(Tensor(base.storage(), base.dtype(), view_shape, view_strides, base.offset() + view_offset), value);
+  detail::copy_values(Tensor(base.storage(), base.dtype(), view_shape, view_strides, base.offset() + view_offset),
+                      value);
   const auto region = [view_shape, view_strides, view_offset](const Tensor& g) {
     return Tensor(g.storage(), g.dtype(), view_shape, view_strides, g.offset() + view_offset);
   };

@@ -255,9 +255,9 @@ Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   check_alpha("add", dtype, alpha);
   Tensor out = binary("add", add_slot, a, b, dtype, alpha);
   if (detail::needs_grad({&a, &b})) {
-    record_binary("add", a, b, out, [](const Tensor& g) { return g; },
-                  [alpha](const Tensor& g) { return alpha.to_double() == 1.0 ? g : g * alpha; },
-                  detail::Saves::kNothing);
+    record_binary(
+        "add", a, b, out, [](const Tensor& g) { return g; },
+        [alpha](const Tensor& g) { return alpha.to_double() == 1.0 ? g : g * alpha; }, detail::Saves::kNothing);
   }
   return out;
 }
@@ -269,8 +269,9 @@ Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   check_alpha("sub", dtype, alpha);
   Tensor out = binary("sub", add_slot, a, b, dtype, negated(alpha));
   if (detail::needs_grad({&a, &b})) {
-    record_binary("sub", a, b, out, [](const Tensor& g) { return g; },
-                  [alpha](const Tensor& g) { return g * Scalar(-alpha.to_double()); }, detail::Saves::kNothing);
+    record_binary(
+        "sub", a, b, out, [](const Tensor& g) { return g; },
+        [alpha](const Tensor& g) { return g * Scalar(-alpha.to_double()); }, detail::Saves::kNothing);
   }
   return out;
 }
@@ -286,9 +287,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary("div", div_slot, a, b, floating_type(promote_types(a.dtype(), b.dtype())));
   if (detail::needs_grad({&a, &b})) {
-    record_binary("div", a, b, out, [b](const Tensor& g) { return g / b; },
-                  [b, out = out.detach()](const Tensor& g) { return -(g * out / b); },
-                  detail::Saves::kInputsAndOutput);
+    record_binary(
+        "div", a, b, out, [b](const Tensor& g) { return g / b; },
+        [b, out = out.detach()](const Tensor& g) { return -(g * out / b); }, detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -299,9 +300,9 @@ Tensor pow(const Tensor& a, const Tensor& b) {
   Tensor out = binary("pow", pow_slot, a, b, dtype);
   if (detail::needs_grad({&a, &b})) {
     // d/da = b * a^(b-1); d/db = a^b * log(a) (NaN for a <= 0, as the real logarithm).
-    record_binary("pow", a, b, out, [a, b](const Tensor& g) { return g * b * pow(a, b - 1); },
-                  [a, out = out.detach()](const Tensor& g) { return g * out * log(a); },
-                  detail::Saves::kInputsAndOutput);
+    record_binary(
+        "pow", a, b, out, [a, b](const Tensor& g) { return g * b * pow(a, b - 1); },
+        [a, out = out.detach()](const Tensor& g) { return g * out * log(a); }, detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -339,7 +340,9 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 Tensor neg(const Tensor& a) {
   check_not_bool("neg", a.dtype(), "; use logical_not() to invert a mask");
   Tensor out = unary("neg", neg_slot, a, a.dtype(), a.dtype());
-  if (detail::needs_grad({&a})) record_unary("neg", a, out, [](const Tensor& g) { return -g; }, detail::Saves::kNothing);
+  if (detail::needs_grad({&a}))
+    record_unary(
+        "neg", a, out, [](const Tensor& g) { return -g; }, detail::Saves::kNothing);
   return out;
 }
 
@@ -352,15 +355,19 @@ Tensor abs(const Tensor& a) {
 
 // Transcendental ops compute integers and bool in f32, as PyTorch does.
 // Each states its derivative as g -> dx from the input `a` and the output `out`.
-#define STRATA_FLOATING_UNARY(name, derivative)                                                 \
-  Tensor name(const Tensor& a) {                                                                \
-    const DType dtype = floating_type(a.dtype());                                               \
-    Tensor out = unary(#name, name##_slot, a, dtype, dtype);                                    \
-    if (detail::needs_grad({&a})) record_unary(#name, a, out, [a, out = out.detach()](const Tensor& g) { \
-        (void)a;                                                                                \
-        return derivative;                                                                      \
-      }, detail::Saves::kInputsAndOutput);                                                      \
-    return out;                                                                                 \
+#define STRATA_FLOATING_UNARY(name, derivative)              \
+  Tensor name(const Tensor& a) {                             \
+    const DType dtype = floating_type(a.dtype());            \
+    Tensor out = unary(#name, name##_slot, a, dtype, dtype); \
+    if (detail::needs_grad({&a}))                            \
+      record_unary(                                          \
+          #name, a, out,                                     \
+          [a, out = out.detach()](const Tensor& g) {         \
+            (void)a;                                         \
+            return derivative;                               \
+          },                                                 \
+          detail::Saves::kInputsAndOutput);                  \
+    return out;                                              \
   }
 STRATA_FLOATING_UNARY(exp, g * out)
 STRATA_FLOATING_UNARY(log, g / a)
@@ -512,7 +519,9 @@ Tensor& clamp_(Tensor& self, std::optional<Scalar> min, std::optional<Scalar> ma
 Tensor operator+(const Tensor& a, const Scalar& b) {
   const DType dtype = result_type(a.dtype(), b);
   Tensor out = unary("add", add_scalar_slot, a, dtype, dtype, b);
-  if (detail::needs_grad({&a})) record_unary("add", a, out, [](const Tensor& g) { return g; }, detail::Saves::kNothing);
+  if (detail::needs_grad({&a}))
+    record_unary(
+        "add", a, out, [](const Tensor& g) { return g; }, detail::Saves::kNothing);
   return out;
 }
 
@@ -521,21 +530,27 @@ Tensor operator-(const Tensor& a, const Scalar& b) {
   check_not_bool("sub", b.default_dtype(), kSubBoolHint);
   const DType dtype = result_type(a.dtype(), b);
   Tensor out = unary("sub", add_scalar_slot, a, dtype, dtype, negated(b));
-  if (detail::needs_grad({&a})) record_unary("sub", a, out, [](const Tensor& g) { return g; }, detail::Saves::kNothing);
+  if (detail::needs_grad({&a}))
+    record_unary(
+        "sub", a, out, [](const Tensor& g) { return g; }, detail::Saves::kNothing);
   return out;
 }
 
 Tensor operator*(const Tensor& a, const Scalar& b) {
   const DType dtype = result_type(a.dtype(), b);
   Tensor out = unary("mul", mul_scalar_slot, a, dtype, dtype, b);
-  if (detail::needs_grad({&a})) record_unary("mul", a, out, [b](const Tensor& g) { return g * b; }, detail::Saves::kNothing);
+  if (detail::needs_grad({&a}))
+    record_unary(
+        "mul", a, out, [b](const Tensor& g) { return g * b; }, detail::Saves::kNothing);
   return out;
 }
 
 Tensor operator/(const Tensor& a, const Scalar& b) {
   const DType dtype = floating_type(result_type(a.dtype(), b));
   Tensor out = unary("div", div_scalar_slot, a, dtype, dtype, b);
-  if (detail::needs_grad({&a})) record_unary("div", a, out, [b](const Tensor& g) { return g / b; }, detail::Saves::kNothing);
+  if (detail::needs_grad({&a}))
+    record_unary(
+        "div", a, out, [b](const Tensor& g) { return g / b; }, detail::Saves::kNothing);
   return out;
 }
 
@@ -547,7 +562,9 @@ Tensor operator-(const Scalar& a, const Tensor& b) {
   check_not_bool("sub", a.default_dtype(), kSubBoolHint);
   const DType dtype = result_type(b.dtype(), a);
   Tensor out = unary("sub", rsub_scalar_slot, b, dtype, dtype, a);
-  if (detail::needs_grad({&b})) record_unary("rsub", b, out, [](const Tensor& g) { return -g; }, detail::Saves::kNothing);
+  if (detail::needs_grad({&b}))
+    record_unary(
+        "rsub", b, out, [](const Tensor& g) { return -g; }, detail::Saves::kNothing);
   return out;
 }
 
@@ -555,7 +572,9 @@ Tensor operator/(const Scalar& a, const Tensor& b) {
   const DType dtype = floating_type(result_type(b.dtype(), a));
   Tensor out = unary("div", rdiv_scalar_slot, b, dtype, dtype, a);
   if (detail::needs_grad({&b})) {
-    record_unary("rdiv", b, out, [b, out = out.detach()](const Tensor& g) { return -(g * out / b); }, detail::Saves::kInputsAndOutput);
+    record_unary(
+        "rdiv", b, out, [b, out = out.detach()](const Tensor& g) { return -(g * out / b); },
+        detail::Saves::kInputsAndOutput);
   }
   return out;
 }

@@ -42,8 +42,7 @@ void record(const char* op, std::initializer_list<const Tensor*> inputs, Tensor&
   installed_record_fn(op)(op, parents, output, std::move(backward), saves);
 }
 
-void record_list(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward,
-                 Saves saves) {
+void record_list(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward, Saves saves) {
   installed_record_fn(op)(op, inputs, output, std::move(backward), saves);
 }
 

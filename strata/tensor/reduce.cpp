@@ -183,9 +183,12 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 Tensor max(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   Tensor out = extremum("max", ReduceOp::Max, a, dims, keepdim);
   if (detail::needs_grad({&a})) {
-    detail::record("max", {&a}, out, [a, out = out.detach(), dims, keepdim](const Tensor& g) {
-      return std::vector<Tensor>{extremum_grad(g, a, out, dims, keepdim)};
-    }, detail::Saves::kInputsAndOutput);
+    detail::record(
+        "max", {&a}, out,
+        [a, out = out.detach(), dims, keepdim](const Tensor& g) {
+          return std::vector<Tensor>{extremum_grad(g, a, out, dims, keepdim)};
+        },
+        detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -193,9 +196,12 @@ Tensor max(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 Tensor min(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   Tensor out = extremum("min", ReduceOp::Min, a, dims, keepdim);
   if (detail::needs_grad({&a})) {
-    detail::record("min", {&a}, out, [a, out = out.detach(), dims, keepdim](const Tensor& g) {
-      return std::vector<Tensor>{extremum_grad(g, a, out, dims, keepdim)};
-    }, detail::Saves::kInputsAndOutput);
+    detail::record(
+        "min", {&a}, out,
+        [a, out = out.detach(), dims, keepdim](const Tensor& g) {
+          return std::vector<Tensor>{extremum_grad(g, a, out, dims, keepdim)};
+        },
+        detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -237,14 +243,17 @@ Tensor norm(const Tensor& a, double p, const std::vector<int64_t>& dims, bool ke
     STRATA_CHECK(std::isfinite(p) && p >= 1.0, NotImplementedError,
                  "{}: the gradient is implemented for finite p >= 1 only, got p = {}", op, p);
     // d ||x||_p / d x_i = sign(x_i) |x_i|^(p-1) / ||x||_p^(p-1); 0 where the norm is 0.
-    detail::record(op, {&a}, out, [a, out = out.detach(), p, dims, keepdim](const Tensor& g) {
-      const Tensor n = unreduce(out, a.shape(), dims, keepdim);
-      const Tensor zero = scalar_tensor(0, TensorOptions(a.dtype()).device(a.device()));
-      const Tensor safe_n = where(eq(n, zero), scalar_tensor(1, TensorOptions(a.dtype()).device(a.device())), n);
-      Tensor d = p == 2.0 ? a / safe_n : a * pow(abs(a), p - 2.0) / pow(safe_n, p - 1.0);
-      if (p != 2.0) d = where(eq(a, zero), zero, d);  // |x|^(p-2) is infinite at 0 for p < 2
-      return std::vector<Tensor>{where(eq(n, zero), zero, unreduce(g, a.shape(), dims, keepdim) * d)};
-    }, detail::Saves::kInputsAndOutput);
+    detail::record(
+        op, {&a}, out,
+        [a, out = out.detach(), p, dims, keepdim](const Tensor& g) {
+          const Tensor n = unreduce(out, a.shape(), dims, keepdim);
+          const Tensor zero = scalar_tensor(0, TensorOptions(a.dtype()).device(a.device()));
+          const Tensor safe_n = where(eq(n, zero), scalar_tensor(1, TensorOptions(a.dtype()).device(a.device())), n);
+          Tensor d = p == 2.0 ? a / safe_n : a * pow(abs(a), p - 2.0) / pow(safe_n, p - 1.0);
+          if (p != 2.0) d = where(eq(a, zero), zero, d);  // |x|^(p-2) is infinite at 0 for p < 2
+          return std::vector<Tensor>{where(eq(n, zero), zero, unreduce(g, a.shape(), dims, keepdim) * d)};
+        },
+        detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -255,10 +264,13 @@ Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim
   const Tensor x = is_floating(a.dtype()) || !a.defined() ? a : a.to(DType::F32);
   Tensor out = reduce(op, x, reduced_mask(op, x, dims), keepdim, x.dtype(), params_of(ReduceOp::LogSumExp), false);
   if (detail::needs_grad({&x})) {
-    detail::record(op, {&x}, out, [x, out = out.detach(), dims, keepdim](const Tensor& g) {
-      return std::vector<Tensor>{unreduce(g, x.shape(), dims, keepdim) *
-                                 exp(x - unreduce(out, x.shape(), dims, keepdim))};
-    }, detail::Saves::kInputsAndOutput);
+    detail::record(
+        op, {&x}, out,
+        [x, out = out.detach(), dims, keepdim](const Tensor& g) {
+          return std::vector<Tensor>{unreduce(g, x.shape(), dims, keepdim) *
+                                     exp(x - unreduce(out, x.shape(), dims, keepdim))};
+        },
+        detail::Saves::kInputsAndOutput);
   }
   return out;
 }
@@ -267,10 +279,13 @@ Tensor softmax(const Tensor& a, int64_t dim) {
   Tensor out = softmax_impl("softmax", a, dim, false);
   if (detail::needs_grad({&a})) {
     const std::vector<int64_t> dims{a.dim() == 0 ? 0 : dim};
-    detail::record("softmax", {&a}, out, [out = out.detach(), dims](const Tensor& g) {
-      const Tensor go = g * out;
-      return std::vector<Tensor>{go - out * sum(go, dims, /*keepdim=*/true)};
-    }, detail::Saves::kOutput);
+    detail::record(
+        "softmax", {&a}, out,
+        [out = out.detach(), dims](const Tensor& g) {
+          const Tensor go = g * out;
+          return std::vector<Tensor>{go - out * sum(go, dims, /*keepdim=*/true)};
+        },
+        detail::Saves::kOutput);
   }
   return out;
 }
@@ -279,9 +294,12 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
   Tensor out = softmax_impl("log_softmax", a, dim, true);
   if (detail::needs_grad({&a})) {
     const std::vector<int64_t> dims{a.dim() == 0 ? 0 : dim};
-    detail::record("log_softmax", {&a}, out, [out = out.detach(), dims](const Tensor& g) {
-      return std::vector<Tensor>{g - exp(out) * sum(g, dims, /*keepdim=*/true)};
-    }, detail::Saves::kOutput);
+    detail::record(
+        "log_softmax", {&a}, out,
+        [out = out.detach(), dims](const Tensor& g) {
+          return std::vector<Tensor>{g - exp(out) * sum(g, dims, /*keepdim=*/true)};
+        },
+        detail::Saves::kOutput);
   }
   return out;
 }

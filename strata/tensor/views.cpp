@@ -100,8 +100,7 @@ template <typename F>
 Tensor recorded(const char* op, const Tensor& self, Tensor out, F f) {
   if (detail::needs_grad({&self})) {
     detail::record(
-        op, {&self}, out,
-        [f, in_shape = self.shape()](const Tensor& g) { return std::vector<Tensor>{f(g, in_shape)}; },
+        op, {&self}, out, [f, in_shape = self.shape()](const Tensor& g) { return std::vector<Tensor>{f(g, in_shape)}; },
         detail::Saves::kNothing);
   }
   return out;
@@ -428,8 +427,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) { return ops::broadcast_shapes(op, a, b); }
 
 bool detail::is_view_op(std::string_view op) {
-  for (std::string_view view : {"view", "reshape", "transpose", "permute", "narrow", "select", "slice", "squeeze",
-                                "unsqueeze", "expand"}) {
+  for (std::string_view view :
+       {"view", "reshape", "transpose", "permute", "narrow", "select", "slice", "squeeze", "unsqueeze", "expand"}) {
     if (op == view) return true;
   }
   return false;
