@@ -154,22 +154,12 @@ def test_parameter_of_still_wraps_a_tensor():
 
 # --- forged DLPack capsules ---
 
+TESTS = os.path.dirname(os.path.abspath(__file__))  # where dlpack_structs.py is
+
 FORGED = """
-import ctypes
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int), ("dtype", DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
-
-class DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+import ctypes, sys
+sys.path.insert(0, {tests!r})
+from dlpack_structs import DLDataType, DLDevice, DLManagedTensor
 
 buffer = (ctypes.c_float * 4)()
 shape = (ctypes.c_int64 * 1)(4)
@@ -192,7 +182,7 @@ except strata.InvalidArgumentError as e:
 
 
 def test_an_honest_capsule_is_taken():
-    status, output = run_isolated(FORGED.format(forge=""))
+    status, output = run_isolated(FORGED.format(tests=TESTS, forge=""))
     assert status == 0 and "[0.0, 0.0, 0.0, 0.0]" in output, output
 
 
@@ -216,12 +206,12 @@ managed.dl_tensor.data = libc.mmap(None, 4096, {prot}, 0x22, -1, 0)  # MAP_PRIVA
     (MMAP.format(prot=0, after=""), "not all memory of this process"),
 ])
 def test_a_forged_capsule_is_refused(forge, says):
-    status, output = run_isolated(FORGED.format(forge=forge))
+    status, output = run_isolated(FORGED.format(tests=TESTS, forge=forge))
     assert status == 0 and "RAISED" in output and says in output, output
 
 
 def test_a_byte_offset_of_2_to_the_40_never_crashes():
-    status, output = run_isolated(FORGED.format(forge="managed.dl_tensor.byte_offset = 2**40"))
+    status, output = run_isolated(FORGED.format(tests=TESTS, forge="managed.dl_tensor.byte_offset = 2**40"))
     assert status == 0, output
     # Under AddressSanitizer that address may lie in the sanitizer's own mapped reserve: then it is read, harmlessly.
     assert "RAISED" in output or "asan" in os.environ.get("LD_PRELOAD", ""), output
