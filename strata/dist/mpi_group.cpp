@@ -12,7 +12,6 @@
 #include <deque>
 #include <exception>
 #include <functional>
-#include <future>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -168,14 +167,14 @@ void write_back(Staged& s) {
 class MpiGroup final : public ProcessGroup {
  public:
   explicit MpiGroup(const ProcessGroupOptions& options) : options_(options) {
-    std::promise<void> started;
-    auto ready = started.get_future();
+    Started started;
     thread_ = std::thread([this, &started] { run(started); });
-    try {
-      ready.get();
-    } catch (...) {
+    std::unique_lock lock(started.mutex);
+    started.changed.wait(lock, [&started] { return started.done; });
+    if (started.error) {
+      lock.unlock();
       thread_.join();
-      throw;
+      std::rethrow_exception(started.error);
     }
   }
 
@@ -287,19 +286,36 @@ class MpiGroup final : public ProcessGroup {
     detail::check_agreement(all.data(), size_);
   }
 
-  void run(std::promise<void>& started) {
+  // How the communication thread tells the constructor that MPI is up, or why not. Not std::promise: its set_value
+  // goes through std::call_once, whose thread-locals in libstdc++ this library's initial-exec TLS model would need
+  // in static TLS (see ensure_loaded in runtime/registry.cpp).
+  struct Started {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool done = false;
+    std::exception_ptr error;
+    void finish(std::exception_ptr e) {
+      // Notified under the lock: once it is released the constructor may return, and this object is gone.
+      std::lock_guard lock(mutex);
+      done = true;
+      error = std::move(e);
+      changed.notify_all();
+    }
+  };
+
+  void run(Started& started) {
     int provided = 0;
     int initialized = 0;
     MPI_Initialized(&initialized);
     const int code = initialized ? MPI_SUCCESS : MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
     if (code != MPI_SUCCESS) {
-      started.set_exception(std::make_exception_ptr(DistributedError("MPI_Init_thread failed")));
+      started.finish(std::make_exception_ptr(DistributedError("MPI_Init_thread failed")));
       return;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    started.set_value();
+    started.finish(nullptr);
     while (true) {
       Job job;
       {

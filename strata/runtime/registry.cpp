@@ -31,7 +31,11 @@ struct Registry {
   std::array<std::atomic<Backend*>, kDeviceTypeCount> backends{};
   std::vector<std::unique_ptr<Backend>> installed;  // owns every backend ever installed, retired ones included
   std::array<std::string, kDeviceTypeCount> reasons;
-  std::array<std::once_flag, kDeviceTypeCount> load_once;  // a plugin is looked for once per device type
+  // A plugin is looked for once per device type. Not std::call_once: it reads libstdc++'s own thread-locals, which
+  // this library's initial-exec TLS model (strata/CMakeLists.txt) would then need in static TLS, and a process that
+  // loaded libstdc++ before with dlopen (importing PyTorch first) could not load libstrata at all.
+  std::mutex load_mutex;
+  std::array<std::atomic<bool>, kDeviceTypeCount> looked_for{};
 
   Registry() { install(DeviceType::CPU, make_cpu_backend()); }
   // Newest first, the reverse of installing, as members are destroyed: the CUDA plugin goes before the CPU backend.
@@ -124,14 +128,20 @@ std::unique_ptr<Backend> load_plugin(DeviceType type, std::string& reason) {
 
 void ensure_loaded(Registry& r, DeviceType type) {
   if (type == DeviceType::CPU) return;  // built in (Registry's constructor)
-  std::call_once(r.load_once[static_cast<int>(type)], [&r, type] {
-    std::string reason;
-    auto loaded = load_plugin(type, reason);
+  std::atomic<bool>& looked_for = r.looked_for[static_cast<int>(type)];
+  if (looked_for.load(std::memory_order_acquire)) return;
+  std::lock_guard load_lock(r.load_mutex);  // the first caller looks; the others wait for it
+  if (looked_for.load(std::memory_order_relaxed)) return;
+  std::string reason;
+  auto loaded = load_plugin(type, reason);
+  {
     std::lock_guard lock(r.mutex);
-    if (r.backends[static_cast<int>(type)].load() != nullptr) return;  // a test or an embedder was first
-    r.install(type, std::move(loaded));
-    r.reasons[static_cast<int>(type)] = reason;
-  });
+    if (r.backends[static_cast<int>(type)].load() == nullptr) {  // else a test or an embedder was first
+      r.install(type, std::move(loaded));
+      r.reasons[static_cast<int>(type)] = reason;
+    }
+  }
+  looked_for.store(true, std::memory_order_release);
 }
 
 }  // namespace
