@@ -223,24 +223,16 @@ Tensor& assign_view(Tensor& base, Tensor view, const Tensor& value) {
                                  : "value");
   STRATA_CHECK(view.storage() == base.storage(), InvalidArgumentError,
                "assignment: the view must be a view of the tensor it writes");
-  const bool recorded = grad_enabled() && (base.requires_grad() || value.requires_grad());
-  if (!recorded) {
-    view.copy_(value);
-    return base;
-  }
-  // Where the view lies in the base, as a view of the base's gradient: recorded for a contiguous base only, whose
-  // elements lie in the order of the gradient's.
-  STRATA_CHECK(base.is_contiguous(), InvalidArgumentError,
-               "assignment: autograd records t[...] = v only on a contiguous t (this one has shape {} and strides {}); "
-               "assign into t.contiguous() or use out-of-place ops",
-               base.shape(), base.strides());
+  // Where the view lies in the base. A recorded base covers all its memory (records_in_place refuses views and
+  // non-contiguous tensors), so the same offset and strides place the view in the base's gradient.
   const Shape view_shape = view.shape();
   const Strides view_strides = view.strides();
   const int64_t view_offset = view.offset() - base.offset();
-  view = Tensor();  // the view no longer shares base's memory, so records_in_place sees base's own
-  detail::records_in_place("assignment", base, {&value});
+  view = Tensor();  // no other handle on base's memory now, so records_in_place sees base's own
+  const bool recorded = detail::records_in_place("assignment", base, {&value});
   detail::copy_values(Tensor(base.storage(), base.dtype(), view_shape, view_strides, base.offset() + view_offset),
                       value);
+  if (!recorded) return base;
   const auto region = [view_shape, view_strides, view_offset](const Tensor& g) {
     return Tensor(g.storage(), g.dtype(), view_shape, view_strides, g.offset() + view_offset);
   };

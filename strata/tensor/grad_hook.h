@@ -35,9 +35,9 @@ bool needs_grad(std::initializer_list<const Tensor*> inputs);
 
 /// Which values an op's derivative reads, so that backward can check they were not written in place since.
 enum class Saves {
-  kInputs,           // the derivative reads its inputs' values (products, exp, relu, conv...): the safe default
-  kInputsAndOutput,  // ...and its output's (clamp's mask)
-  kOutput,           // its output's only (exp, softmax)
+  kInputs,           // the derivative reads its inputs' values (products, relu, conv...): the safe default
+  kInputsAndOutput,  // ...and its output's (exp and the other unary math, clamp, div, pow, max)
+  kOutput,           // its output's only (softmax, log_softmax)
   kNothing,          // shapes only: add, sub, views, copies, sums
 };
 

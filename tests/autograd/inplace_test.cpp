@@ -122,6 +122,20 @@ TEST(AssignView, OverwrittenValuesGetNoGradient) {
   EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{2, 0, 2}));
 }
 
+TEST(AssignView, IntoTheResultOfAViewOpNobodyElseSeesIsRecorded) {
+  Tensor w = leaf({1, 2, 3});
+  Tensor a = (w * 2.0).reshape({3});  // a view op's result, but the product it viewed is gone
+  assign_view(a, a.narrow(0, 0, 1), full({1}, 7.0F));
+  sum(a).backward();
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{0, 2, 2}));
+}
+
+TEST(AssignView, IntoANonContiguousTensorThatRequiresGradIsRefused) {
+  Tensor w = leaf({1, 2, 3, 4});
+  Tensor t = (w * 2.0).reshape({2, 2}).t();
+  EXPECT_THROW(assign_view(t, t.select(0, 0), zeros({2})), InvalidArgumentError);
+}
+
 TEST(AssignView, IntoALeafThatRequiresGradThrows) {
   Tensor w = leaf({1, 2});
   EXPECT_THROW(assign_view(w, w.select(0, 0), scalar_tensor(5.0)), InvalidArgumentError);
