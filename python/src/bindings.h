@@ -23,8 +23,8 @@ namespace strata::python {
 
 /// The live Python object of this tensor, as a new reference, or a null handle.
 pybind11::handle existing_object(const Tensor& t);
-/// Remembers `object` (a new reference to a tensor's object, returned as is) as its tensor's object.
-pybind11::handle remember_object(pybind11::handle object);
+/// Remembers `object` (a new reference, returned as is) as the object of the tensor whose identity() is `tensor`.
+pybind11::handle remember_object(const void* tensor, pybind11::handle object);
 
 }  // namespace strata::python
 
@@ -54,12 +54,13 @@ struct type_caster<strata::Tensor> : type_caster_base<strata::Tensor> {
   static handle cast(const strata::Tensor& t, return_value_policy, handle parent) {
     if (!t.defined()) return none().release();
     if (handle existing = strata::python::existing_object(t)) return existing;
-    return strata::python::remember_object(Base::cast(t, return_value_policy::copy, parent));
+    return strata::python::remember_object(t.identity(), Base::cast(t, return_value_policy::copy, parent));
   }
   static handle cast(strata::Tensor&& t, return_value_policy, handle parent) {
     if (!t.defined()) return none().release();
     if (handle existing = strata::python::existing_object(t)) return existing;
-    return strata::python::remember_object(Base::cast(std::move(t), return_value_policy::move, parent));
+    const void* identity = t.identity();  // before the handle moves into the new object
+    return strata::python::remember_object(identity, Base::cast(std::move(t), return_value_policy::move, parent));
   }
   static handle cast(const strata::Tensor* t, return_value_policy policy, handle parent) {
     return t != nullptr ? cast(*t, policy, parent) : none().release();

@@ -30,7 +30,7 @@ void forget(PyObject* weak) {
   Py_DECREF(weak);
 }
 
-void remember(const Tensor& t, py::handle object) {
+void remember(const void* tensor, py::handle object) {
   Objects& table = objects();
   if (!table.forget) {
     table.forget = py::cpp_function([](py::handle weak) { forget(weak.ptr()); });
@@ -40,16 +40,16 @@ void remember(const Tensor& t, py::handle object) {
     PyErr_Clear();
     return;
   }
-  const auto it = table.weak_by_tensor.find(t.identity());
+  const auto it = table.weak_by_tensor.find(tensor);
   if (it != table.weak_by_tensor.end()) {
     // A newer object takes the tensor's place (a Parameter made from it); the older one is forgotten.
     table.tensor_by_weak.erase(it->second);
     Py_DECREF(it->second);
     it->second = weak;
   } else {
-    table.weak_by_tensor.emplace(t.identity(), weak);
+    table.weak_by_tensor.emplace(tensor, weak);
   }
-  table.tensor_by_weak.emplace(weak, t.identity());
+  table.tensor_by_weak.emplace(weak, tensor);
 }
 
 }  // namespace
@@ -63,14 +63,14 @@ py::handle existing_object(const Tensor& t) {
   return py::handle(object).inc_ref();
 }
 
-py::handle remember_object(py::handle object) {
-  if (object && py::isinstance<Tensor>(object)) remember(py::cast<const Tensor&>(object), object);
+py::handle remember_object(const void* tensor, py::handle object) {
+  if (object) remember(tensor, object);
   return object;
 }
 
 void register_identity(py::module_& m) {
   m.def(
-      "_adopt", [](py::object tensor) { remember(tensor.cast<const Tensor&>(), tensor); }, py::arg("tensor"),
+      "_adopt", [](py::object tensor) { remember(tensor.cast<const Tensor&>().identity(), tensor); }, py::arg("tensor"),
       "Makes this object the one that stands for its tensor from now on (strata.nn.Parameter).");
 }
 
