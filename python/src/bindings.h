@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -103,13 +104,42 @@ inline ReleasedGil::~ReleasedGil() noexcept(false) {
   PyEval_RestoreThread(state_);
 }
 
+// Note [Replacing a tensor's data while other threads compute]
+// Tensor::set_data (Module.to/double/cuda, `t.data = x`) rewrites a tensor's storage, dtype and shape in place, so
+// that every handle to it, an optimizer's included, sees the new data. In C++, ordering that against other threads is
+// the caller's job, as for any object. From Python it must not be: threads release the GIL inside ops, and a storage
+// swapped under a running kernel is a use-after-free, or an f64 kernel writing into f32 memory. So every stretch
+// without the GIL (Computing) holds one process-wide lock shared, and Python's set_data runs holding both the GIL
+// and that lock exclusively (replacing_data): each op sees a tensor wholly before or wholly after. Ops that keep the
+// GIL need nothing more. A waiting replacement goes first, so that threads computing in a loop cannot starve it.
+// Replacing data from inside a stretch on the same thread (a backward hook, a Dataset run by a loader's worker)
+// would wait for itself: it raises instead.
+
+/// The GIL released, and the lock of Note [Replacing a tensor's data while other threads compute] held shared
+/// (once per thread: stretches nest, as when a hook called by backward runs an op).
+class Computing {
+ public:
+  Computing();
+  ~Computing() noexcept(false);
+  Computing(const Computing&) = delete;
+  Computing& operator=(const Computing&) = delete;
+
+ private:
+  ReleasedGil release_;  // first in, last out: the lock is taken without the GIL and given back before it
+  bool outermost_;
+};
+
 /// Runs f without the GIL: for anything that may take time (a product, a convolution, backward, a copy, a save),
 /// so that other Python threads run meanwhile. Arguments must be converted from Python before.
 template <typename F>
 decltype(auto) without_gil(F&& f) {
-  ReleasedGil release;
+  Computing computing;
   return f();
 }
+
+/// Runs f, which replaces tensors' data (Tensor::set_data), while no other thread computes without the GIL. Called
+/// with the GIL held; `what` names the call in the error raised from inside a computation on this thread.
+void replacing_data(const char* what, const std::function<void()>& f);
 
 /// A wrong argument type, raised as strata.TypeError (a strata.InvalidArgumentError and a TypeError).
 class TypeError : public InvalidArgumentError {

@@ -168,16 +168,19 @@ void register_layers(py::module_& nn_) {
            py::arg("device") = py::none());
   nn_.def(
       "to_in_place",
-      [](Tensor t, std::optional<Device> device, std::optional<DType> dtype) {
-        // What Module::to does to each tensor (Python's Module holds its tensors itself).
+      [](const std::vector<Tensor>& tensors, std::optional<Device> device, std::optional<DType> dtype) {
+        // What Module::to does to each tensor (Python's Module holds its tensors itself), all in one replacement so
+        // that a forward on another thread sees the module wholly converted or not at all.
         NoGradGuard no_grad;
         auto convert = [&](const Tensor& x) {
           Tensor y = device ? x.to(*device) : x;
           return dtype && is_floating(y.dtype()) ? y.to(*dtype) : y;
         };
-        without_gil([&] { nn::convert_in_place(t, convert); });
+        replacing_data("Module.to", [&] {
+          for (const Tensor& t : tensors) nn::convert_in_place(t, convert);
+        });
       },
-      py::arg("tensor"), py::arg("device") = py::none(), py::arg("dtype") = py::none());
+      py::arg("tensors"), py::arg("device") = py::none(), py::arg("dtype") = py::none());
 }
 
 void register_functional(py::module_& f) {

@@ -133,7 +133,7 @@ Tensor to(const Tensor& self, py::args args, py::object device, py::object dtype
   }
   if (!device.is_none()) to_device_ = to_device(device);
   if (!dtype.is_none()) to_dtype_ = to_dtype(dtype, DType::F32);
-  ReleasedGil release;
+  Computing computing;
   Tensor result = self;
   if (to_device_ && to_dtype_ && !copy) {
     result = result.to(*to_device_, *to_dtype_, non_blocking);
@@ -420,7 +420,7 @@ void register_tensor(py::module_& m) {
         // PyTorch's rule: a tensor that requires grad keeps a dtype that gradients exist for.
         STRATA_CHECK(!t.requires_grad() || is_floating(other.dtype()), DTypeError,
                      "data set to a tensor that requires gradients must be floating point, got {}", other.dtype());
-        t.set_data(other);
+        replacing_data("data", [&] { t.set_data(other); });
       },
       "The same memory cut from the graph; assigning replaces the data keeping the tensor's identity.");
   cls.def("detach", &Tensor::detach);

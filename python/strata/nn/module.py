@@ -247,8 +247,7 @@ class Module:
             raise strata.DTypeError(f"{type(self).__name__}.to({dtype}): modules convert to floating dtypes only")
         if device is not None and not isinstance(device, strata.device):
             device = strata.device(str(device))
-        for t in list(self.parameters()) + list(self.buffers()):
-            _C.nn.to_in_place(t, device, dtype)
+        _C.nn.to_in_place(list(self.parameters()) + list(self.buffers()), device, dtype)
         return self
 
     def cpu(self):
