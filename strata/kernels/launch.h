@@ -6,7 +6,9 @@
 // runtime/kernel_assert.h.
 //
 // Write kernels as `STRATA_KERNEL_LAMBDA(int64_t i) { ... }` so that the GPU compiler compiles them for host and
-// device.
+// device. Kernels whose threads share memory and meet at a barrier are block kernels, launched by launch_block
+// (kernels/block_launch.h, included at the end); atomic_add, atomic_min, atomic_max and atomic_cas are in
+// kernels/atomics.h.
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +19,7 @@
 #include "strata/core/device.h"
 #include "strata/core/error.h"
 #include "strata/core/macros.h"
+#include "strata/kernels/atomics.h"
 #include "strata/runtime/backend.h"
 #include "strata/runtime/kernel_assert.h"
 #include "strata/runtime/parallel.h"
@@ -89,20 +92,6 @@ STRATA_HOST_DEVICE inline void report_assert(const KernelAssertContext& ctx, int
   atomicExch(&slot->failed, static_cast<unsigned int>(kAssertSlotRecorded));
 #else
   __atomic_store_n(&slot->failed, kAssertSlotRecorded, __ATOMIC_RELEASE);
-#endif
-}
-
-/// Adds to *address atomically on the host and on the device.
-template <typename T>
-STRATA_HOST_DEVICE inline void atomic_add(T* address, T value) {
-#if defined(STRATA_DEVICE_PASS)
-  if constexpr (std::is_same_v<T, int64_t>) {  // CUDA has no signed 64-bit atomicAdd; two's complement agrees
-    atomicAdd(reinterpret_cast<unsigned long long*>(address), static_cast<unsigned long long>(value));
-  } else {
-    atomicAdd(address, value);
-  }
-#else
-  std::atomic_ref<T>(*address).fetch_add(value, std::memory_order_relaxed);
 #endif
 }
 
@@ -216,7 +205,7 @@ void forall(const LaunchSite& site, int64_t n, F f) {
 }
 
 /// Runs f(ThreadIndex) for every thread of `grid` x `block`, as a CUDA launch does. On the CPU, blocks run in
-/// parallel and the threads of a block one after another (no block-level synchronisation).
+/// parallel and the threads of a block one after another (no block-level synchronisation: launch_block has it).
 template <typename F>
 void launch(const LaunchSite& site, Dim3 grid, Dim3 block, F f) {
   if (site.device.is_cpu()) {
@@ -259,3 +248,6 @@ void launch(const LaunchSite& site, Dim3 grid, Dim3 block, F f) {
       ::strata::kernels::report_assert((ctx), static_cast<int64_t>(index), static_cast<double>(value), \
                                        static_cast<double>(bound));                                    \
   } while (false)
+
+// Block kernels need LaunchSite, ThreadIndex and the launch helpers above.
+#include "strata/kernels/block_launch.h"  // IWYU pragma: export
