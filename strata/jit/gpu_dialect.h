@@ -20,9 +20,12 @@
 // global strata_jit_assert_record; the host reads it after the failed synchronisation without any GPU call
 // (LoadedModule::take_assert_failure). Threads claim the record with a compare-and-swap on a flag in device memory
 // (strata_jit_assert_claimed; atomics on host memory over PCIe are not guaranteed), the winner fills it, fences at
-// system scope and then sets `state` to 2; the host trusts only a record whose state is 2. Later failures, in this
-// launch or another of the module, find the flag taken and only trap. A module whose kernels never assert keeps
-// the global but never writes it.
+// system scope, sets `state` to 2 (the host trusts only a record whose state is 2), then the flag to 2, and traps.
+// The other failing threads wait for the flag to reach 2 before they trap, since any trap ends the whole launch and
+// could cut the winner's writes short. The wait cannot hang: the winner waits for nothing, and a winner in the same
+// warp (wavefront) as a waiting thread either runs on by itself (CUDA's independent thread scheduling, sm_70 on) or
+// finishes its branch before the warp reaches the loop (AMD's lockstep wavefronts). A module whose kernels never
+// assert keeps the global but never writes it.
 
 namespace strata::jit {
 
@@ -149,14 +152,20 @@ __device__ __forceinline__ void strata_jit_copy_text(char* to, const char* from,
 __device__ __noinline__ void strata_jit_assert_fail(const char* condition, const char* file, unsigned int line,
                                                     const char* function) {
   StrataJitAssertRecord* record = strata_jit_assert_record;
-  if (record != nullptr && atomicCAS(&strata_jit_assert_claimed, 0u, 1u) == 0u) {
-    record->line = line;
-    strata_jit_copy_text(record->function, function, 64);
-    strata_jit_copy_text(record->file, file, 128);
-    strata_jit_copy_text(record->condition, condition, 256);
-    __threadfence_system();
-    *static_cast<volatile unsigned int*>(&record->state) = 2u;
-    __threadfence_system();
+  if (record != nullptr) {
+    if (atomicCAS(&strata_jit_assert_claimed, 0u, 1u) == 0u) {
+      record->line = line;
+      strata_jit_copy_text(record->function, function, 64);
+      strata_jit_copy_text(record->file, file, 128);
+      strata_jit_copy_text(record->condition, condition, 256);
+      __threadfence_system();
+      *static_cast<volatile unsigned int*>(&record->state) = 2u;
+      __threadfence_system();
+      atomicExch(&strata_jit_assert_claimed, 2u);
+    }
+    // The first trap ends the whole launch: the others wait until the record is complete.
+    while (*static_cast<volatile unsigned int*>(&strata_jit_assert_claimed) != 2u) {
+    }
   }
 #if STRATA_JIT_HIP
   __builtin_trap();

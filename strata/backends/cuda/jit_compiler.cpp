@@ -548,9 +548,8 @@ class GpuModule final : public jit::LoadedModule {
     const FunctionHandle f = function(name, shared_bytes);
     const DriverResult error = api_.launch(f, grid, block, shared_bytes, stream, args);
     STRATA_CHECK(error == kDriverSuccess, BackendError,
-                 "{} (grid {}x{}x{}, block {}x{}x{}, {} bytes of shared memory) "
-                 "failed: {}",
-                 what, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, api_.error_text(error));
+                 "{} (grid {}x{}x{}, block {}x{}x{}, {} bytes of shared memory) failed: {}", what, grid.x, grid.y,
+                 grid.z, block.x, block.y, block.z, shared_bytes, api_.error_text(error));
   }
 
   std::optional<jit::AssertFailure> take_assert_failure() override {
