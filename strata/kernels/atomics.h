@@ -21,6 +21,11 @@
 #include <type_traits>
 
 #include "strata/core/macros.h"
+// The vendor's atomics must be declared before the templates below name them. nvcc includes its runtime in every .cu
+// file; hipcc does not.
+#if defined(STRATA_GPU_COMPILER) && defined(STRATA_GPU_HIP)
+#include <hip/hip_runtime.h>
+#endif
 
 namespace strata::kernels {
 
