@@ -187,5 +187,7 @@ void register_nn(py::module_& m);
 void register_data(py::module_& m);
 /// _adopt: Note [One Python object per tensor] (identity.cpp).
 void register_identity(py::module_& m);
+/// strata.RawKernel and the run-time compiler's functions (jit.cpp).
+void register_jit(py::module_& m);
 
 }  // namespace strata::python

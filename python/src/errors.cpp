@@ -33,6 +33,7 @@ struct ErrorClasses {
   PyObject* distributed;
   PyObject* collective_timeout;
   PyObject* collective_mismatch;
+  PyObject* compile;
   PyObject* type;
 };
 ErrorClasses* classes = nullptr;
@@ -115,6 +116,8 @@ void translate(std::exception_ptr p) {
     set_error(classes->collective_mismatch, e.what());
   } catch (const DistributedError& e) {
     set_error(classes->distributed, e.what());
+  } catch (const CompileError& e) {
+    set_error(classes->compile, e.what());
   } catch (const Error& e) {
     set_error(classes->error, e.what());
   } catch (const py::type_error& e) {
@@ -294,6 +297,7 @@ void register_errors(py::module_& m) {
                                     "A collective did not finish within the process group's timeout.");
   c.collective_mismatch = make_class(m, "CollectiveMismatchError", py::make_tuple(of(c.distributed)),
                                      "Ranks passed different ops, shapes or dtypes to the same collective.");
+  c.compile = runtime("CompileError", "A kernel compiled at run time did not compile; the message has the log.");
   c.type = make_class(m, "TypeError", py::make_tuple(of(c.invalid_argument), builtin("TypeError")),
                       "An argument has a type the function does not take.");
   py::register_exception_translator(translate);

@@ -227,5 +227,6 @@ PYBIND11_MODULE(_C, m) {
   register_nn(m);
   register_data(m);
   register_identity(m);
+  register_jit(m);
   rewrite_argument_errors(m);
 }

@@ -28,6 +28,8 @@ from strata import accelerator, autograd, backends  # noqa: E402
 from strata._inference_mode import inference_mode, is_inference_mode_enabled  # noqa: E402
 from strata._composed import *  # noqa: E402,F401,F403 (PyTorch's tensor functions composed in Python)
 from strata.serialization import load, load_file, load_metadata, save, save_file  # noqa: E402
+from strata import kernels  # noqa: E402 (kernels compiled at run time: compile, cache_stats, cache_folder)
+from strata.kernels import RawKernel  # noqa: E402
 
 
 def is_tensor(obj):

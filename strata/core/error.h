@@ -49,6 +49,8 @@ STRATA_DEFINE_ERROR(DistributedError, Error);
 STRATA_DEFINE_ERROR(CollectiveTimeoutError, DistributedError);
 /// Ranks passed different ops, shapes or dtypes to the same collective.
 STRATA_DEFINE_ERROR(CollectiveMismatchError, DistributedError);
+/// A kernel compiled at run time (strata::jit) did not compile; the message carries the compiler's log.
+STRATA_DEFINE_ERROR(CompileError, Error);
 
 #undef STRATA_DEFINE_ERROR
 
