@@ -39,7 +39,8 @@ def _argument(name, params, i, a):
     if not a.flags.c_contiguous:
         raise _C.InvalidArgumentError(
             f"RawKernel '{name}': argument {i}: the NumPy array is not C-contiguous; pass np.ascontiguousarray(a)")
-    return _C.from_numpy(a)
+    # Read-only memory read through a const pointer: a copy serves, and from_numpy's warning would say nothing new.
+    return _C.from_numpy(a if a.flags.writeable else a.copy())
 
 
 def compile(code, target, options=()):  # noqa: A001 (the name says what it does)

@@ -24,6 +24,7 @@
 #include "strata/jit/cpu_dialect.h"
 #include "strata/jit/kernel_cache.h"
 #include "strata/runtime/environment.h"
+#include "strata/runtime/kernel_assert.h"
 #include "strata/runtime/parallel.h"
 #include "strata/runtime/registry.h"
 #include "strata/runtime/stream.h"
@@ -579,7 +580,23 @@ void RawKernel::operator()(Dim3 grid, Dim3 block, const std::vector<KernelArg>& 
       std::lock_guard lock(state_->mutex);
       module = state_->gpu_modules.at({static_cast<int>(d.type()), d.index()});
     }
-    module->launch(k.name, grid, block, shared_bytes, current_native_stream(d), pointers.data());
+    // A failed assert traps the kernel; the error surfaces at a later synchronisation, as any GPU error does. The
+    // assert's record lives in host memory, so the next launch of the module names it even if nothing synchronised.
+    const auto raise_assert = [&](const AssertFailure& f) {
+      STRATA_THROW(DeviceAssertError, "kernel '{}' ({}:{}, in {}): assertion `{}` failed on {}", k.name, f.file, f.line,
+                   f.function, f.condition, d);
+    };
+    if (auto earlier = module->take_assert_failure()) raise_assert(*earlier);
+    const NativeStream stream = current_native_stream(d);
+    module->launch(k.name, grid, block, shared_bytes, stream, pointers.data());
+    if (launch_blocking()) {  // STRATA_LAUNCH_BLOCKING=1: report the kernel's failure at its launch
+      try {
+        backend(d).synchronize_stream(d.index(), stream);
+      } catch (const BackendError&) {
+        if (auto failure = module->take_assert_failure()) raise_assert(*failure);
+        throw;
+      }
+    }
     return;
   }
   STRATA_CHECK(shared_bytes <= kCpuMaxShared, InvalidArgumentError,
