@@ -197,7 +197,8 @@ __global__ void block_kernel(F f, std::size_t dynamic_bytes) {
 template <typename F>
 void run_blocks_on_cpu(const LaunchSite& site, Dim3 grid, Dim3 block, std::size_t dynamic_bytes, const F& kernel) {
   const std::int64_t blocks = static_cast<std::int64_t>(grid.x) * grid.y * grid.z;
-  const std::int64_t threads = static_cast<std::int64_t>(block.x) * block.y * block.z;
+  const std::int64_t threads = static_cast<std::int64_t>(block.x) * block.y * block.z;  // at most 1024
+  const bool flat = block.y == 1 && block.z == 1;
   // One block per task: a block is hundreds of threads' work, and blocks may differ in cost.
   parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
     block_detail::CpuShared shared(site, dynamic_bytes);
@@ -209,8 +210,14 @@ void run_blocks_on_cpu(const LaunchSite& site, Dim3 grid, Dim3 block, std::size_
       run_block(
           threads,
           [&](std::int64_t t) {
-            idx.thread = {static_cast<std::uint32_t>(t % block.x), static_cast<std::uint32_t>((t / block.x) % block.y),
-                          static_cast<std::uint32_t>(t / (static_cast<int64_t>(block.x) * block.y))};
+            // Without a division where the block is one-dimensional: a 64-bit division costs as much as the rest of
+            // making the thread.
+            if (flat) {
+              idx.thread.x = static_cast<std::uint32_t>(t);
+            } else {
+              const auto r = static_cast<std::uint32_t>(t);
+              idx.thread = {r % block.x, (r / block.x) % block.y, r / (block.x * block.y)};
+            }
             return kernel(BlockContext(idx, shared.dynamic(), dynamic_bytes, &shared));
           },
           [](std::int64_t) {});
