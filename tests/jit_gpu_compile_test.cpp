@@ -20,6 +20,7 @@
 #include "strata/runtime/stream.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/tensor.h"
+#include "test_devices.h"
 
 namespace strata {
 namespace {
@@ -214,15 +215,10 @@ TEST(JitGpuCompiler, ArchitectureNewerThanNvrtcGetsPtx) {
 
 // --- on a CUDA GPU -------------------------------------------------------------------------------------------------
 
-#define STRATA_SKIP_WITHOUT_CUDA_GPU()                                                                                \
-  do {                                                                                                                \
-    if (device_count(DeviceType::CUDA) == 0) GTEST_SKIP() << "no CUDA GPU: " << unavailable_reason(DeviceType::CUDA); \
-  } while (false)
-
 void* address_of(const Tensor& t) { return t.data_ptr(); }
 
 TEST(JitGpuLaunch, VectorAddOnCuda0) {
-  STRATA_SKIP_WITHOUT_CUDA_GPU();
+  STRATA_SKIP_WITHOUT_CUDA();  // device_count(CUDA) == 0, in the words scripts/gpu-check looks for
   const Device gpu(DeviceType::CUDA, 0);
   const DeviceCompiler& nvrtc = jit::device_compiler(DeviceType::CUDA);
   const std::string arch = nvrtc.device_arch(0);
@@ -287,7 +283,7 @@ extern "C" __global__ void block_sum_static(const double* x, double* total, long
 )";
 
 TEST(JitGpuLaunch, BlockReductionWithSharedMemoryOnCuda0) {
-  STRATA_SKIP_WITHOUT_CUDA_GPU();
+  STRATA_SKIP_WITHOUT_CUDA();
   const Device gpu(DeviceType::CUDA, 0);
   const DeviceCompiler& nvrtc = jit::device_compiler(DeviceType::CUDA);
   auto module =
@@ -367,7 +363,7 @@ TEST(JitGpuLaunch, BlockReductionWithSharedMemoryOnCuda0) {
 // A failed assert traps, which loses the CUDA context of the whole process: the test runs in a child process (a
 // threadsafe death test re-executes the binary for this one test) and reports through its exit status and stderr.
 TEST(JitGpuLaunch, AssertRecordsTheLineAndConditionThenTraps) {
-  STRATA_SKIP_WITHOUT_CUDA_GPU();
+  STRATA_SKIP_WITHOUT_CUDA();
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(run_failing_assert(), ::testing::ExitedWithCode(0),
               "kernel 'checked' line 3 of checked.cu: assertion `x\\[threadIdx.x\\] < 3` failed");
