@@ -519,6 +519,34 @@ TYPED_TEST(Atomics, CompareAndSwapCountsAndReportsWhatItFound) {
   EXPECT_EQ(x, T(9));
 }
 
+TYPED_TEST(Atomics, OnSharedMemoryThenOncePerBlock) {
+  using T = TypeParam;
+  // The usual GPU pattern: the threads of a block combine into shared memory (a dependent type in STRATA_SHARED),
+  // then one thread per block into global memory.
+  T sum = 0, hi = std::numeric_limits<T>::lowest();
+  T* ps = &sum;
+  T* ph = &hi;
+  kernels::launch_block(
+      cpu_site("shared_atomics"), {kAtomicBlocks}, {kAtomicThreads}, 0, STRATA_BLOCK_KERNEL(ctx) {
+        STRATA_SHARED(ctx, T[2], block);
+        const std::uint32_t t = ctx.idx.thread.x;
+        if (t == 0) {
+          block[0] = 0;
+          block[1] = std::numeric_limits<T>::lowest();
+        }
+        STRATA_SYNCTHREADS();
+        kernels::atomic_add(&block[0], T(2));
+        kernels::atomic_max(&block[1], static_cast<T>(ctx.idx.global_x()));
+        STRATA_SYNCTHREADS();
+        if (t == 0) {
+          kernels::atomic_add(ps, block[0]);
+          kernels::atomic_max(ph, block[1]);
+        }
+      });
+  EXPECT_EQ(sum, static_cast<T>(2 * kAtomicCount));
+  EXPECT_EQ(hi, static_cast<T>(kAtomicCount - 1));
+}
+
 TYPED_TEST(Atomics, MinAndMaxReturnThePreviousValue) {
   using T = TypeParam;
   T x = 10;
