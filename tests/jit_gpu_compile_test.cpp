@@ -183,6 +183,32 @@ TEST(JitGpuCompiler, UserOptionsReachTheCompiler) {
   }
 }
 
+TEST(JitGpuCompiler, AKernelsOwnAtomicOverloadsWinOverThePreludes) {
+  STRATA_SKIP_WITHOUT_PLUGIN(DeviceType::CUDA);
+  // CUDA sources often carry their own float atomicMax or long long atomicAdd; with the prelude's they still compile
+  // (HIP's own headers define a float atomicMax, so there such a kernel does not compile, prelude or not).
+  const std::string source = R"(__device__ float atomicMax(float* address, float val) {
+  int* bits = (int*)address;
+  int old = *bits, assumed;
+  do {
+    assumed = old;
+    old = atomicCAS(bits, assumed, __float_as_int(fmaxf(val, __int_as_float(assumed))));
+  } while (assumed != old);
+  return __int_as_float(old);
+}
+__device__ long long atomicAdd(long long* address, long long val) {
+  return (long long)atomicAdd((unsigned long long*)address, (unsigned long long)val);
+}
+extern "C" __global__ void k(float* f, double* d, long long* l) {
+  atomicMax(f, 1.0f);
+  atomicMax(d, 1.0);
+  atomicAdd(l, 1LL);
+  atomicMax(l, 2LL);
+}
+)";
+  EXPECT_EQ(elf_machine(jit::device_compiler(DeviceType::CUDA).compile(request(source, "sm_90")).binary), 190);
+}
+
 TEST(JitGpuCompiler, UnknownArchitectureIsAClearError) {
   STRATA_SKIP_WITHOUT_PLUGIN(DeviceType::CUDA);
   const DeviceCompiler& nvrtc = jit::device_compiler(DeviceType::CUDA);

@@ -8,9 +8,11 @@
 //    atomicMax/atomicMin on long long where HIP lacks them (CUDA has them);
 //  - assert(cond) as Strata's device-side assert (Note [The JIT's device-side assert]).
 // The float and double max/min are compare-and-swap loops in which NaN wins, as torch.max: a NaN stored stays, a NaN
-// given replaces. NVRTC has no standard headers, so the prelude includes none and uses only built-in types.
-// Everything it declares starts with strata_jit_ (or StrataJit), out of the user's way. The plugin hashes the text
-// into its identity(), which keys the disk cache: editing the prelude recompiles every cached kernel.
+// given replaces. Each is a template with a defaulted parameter, so that a kernel that brings its own overload with
+// the same signature (CUDA sources often define an atomicMax for float) still compiles, and calls its own. NVRTC has no
+// standard headers, so the prelude includes none and uses only built-in types. Everything it declares starts with
+// strata_jit_ (or StrataJit), out of the user's way. The plugin hashes the text into its identity(), which keys the
+// disk cache: editing the prelude recompiles every cached kernel.
 //
 // Note [The JIT's device-side assert]
 // assert(cond) records the first failure of a module (its source line, the condition's text, the file and the
@@ -46,7 +48,7 @@ inline constexpr int kGpuDialectVersion = 1;
 inline constexpr const char* kAssertRecordGlobal = "strata_jit_assert_record";
 
 /// Prepended to every kernel compiled by NVRTC or hiprtc, before `#line 1 "<file>"` and the user's source.
-inline constexpr const char* kGpuDialectPrelude = R"strata_prelude(
+inline constexpr const char* kGpuDialectPrelude = R"strata_prelude(#line 1 "<strata gpu dialect prelude>"
 // Strata's GPU dialect (strata/jit/gpu_dialect.h, Note [The GPU dialect's prelude]).
 #if defined(__HIPCC_RTC__) || defined(__HIP__)
 #define STRATA_JIT_HIP 1
@@ -55,8 +57,11 @@ inline constexpr const char* kGpuDialectPrelude = R"strata_prelude(
 #endif
 
 // ---- atomics -------------------------------------------------------------------------------------------------------
+// Templates, so that a kernel that defines its own (CUDA code often carries an atomicMax for float) compiles: its
+// plain function is a different entity, and overload resolution prefers it to a template.
+#define STRATA_JIT_OVERRIDABLE template <int strata_jit_overridable = 0>
 #if !STRATA_JIT_HIP
-__device__ __forceinline__ float atomicMax(float* address, float val) {
+STRATA_JIT_OVERRIDABLE __device__ __forceinline__ float atomicMax(float* address, float val) {
   unsigned int* bits = reinterpret_cast<unsigned int*>(address);
   unsigned int old = *bits, assumed;
   do {
@@ -67,7 +72,7 @@ __device__ __forceinline__ float atomicMax(float* address, float val) {
   } while (old != assumed);
   return __uint_as_float(old);
 }
-__device__ __forceinline__ float atomicMin(float* address, float val) {
+STRATA_JIT_OVERRIDABLE __device__ __forceinline__ float atomicMin(float* address, float val) {
   unsigned int* bits = reinterpret_cast<unsigned int*>(address);
   unsigned int old = *bits, assumed;
   do {
@@ -78,7 +83,7 @@ __device__ __forceinline__ float atomicMin(float* address, float val) {
   } while (old != assumed);
   return __uint_as_float(old);
 }
-__device__ __forceinline__ double atomicMax(double* address, double val) {
+STRATA_JIT_OVERRIDABLE __device__ __forceinline__ double atomicMax(double* address, double val) {
   unsigned long long* bits = reinterpret_cast<unsigned long long*>(address);
   unsigned long long old = *bits, assumed;
   do {
@@ -89,7 +94,7 @@ __device__ __forceinline__ double atomicMax(double* address, double val) {
   } while (old != assumed);
   return __longlong_as_double(static_cast<long long>(old));
 }
-__device__ __forceinline__ double atomicMin(double* address, double val) {
+STRATA_JIT_OVERRIDABLE __device__ __forceinline__ double atomicMin(double* address, double val) {
   unsigned long long* bits = reinterpret_cast<unsigned long long*>(address);
   unsigned long long old = *bits, assumed;
   do {
@@ -101,7 +106,7 @@ __device__ __forceinline__ double atomicMin(double* address, double val) {
   return __longlong_as_double(static_cast<long long>(old));
 }
 #else
-__device__ __forceinline__ long long atomicMax(long long* address, long long val) {
+STRATA_JIT_OVERRIDABLE __device__ __forceinline__ long long atomicMax(long long* address, long long val) {
   unsigned long long* bits = reinterpret_cast<unsigned long long*>(address);
   unsigned long long old = *bits, assumed;
   do {
@@ -111,7 +116,7 @@ __device__ __forceinline__ long long atomicMax(long long* address, long long val
   } while (old != assumed);
   return static_cast<long long>(old);
 }
-__device__ __forceinline__ long long atomicMin(long long* address, long long val) {
+STRATA_JIT_OVERRIDABLE __device__ __forceinline__ long long atomicMin(long long* address, long long val) {
   unsigned long long* bits = reinterpret_cast<unsigned long long*>(address);
   unsigned long long old = *bits, assumed;
   do {
@@ -122,11 +127,11 @@ __device__ __forceinline__ long long atomicMin(long long* address, long long val
   return static_cast<long long>(old);
 }
 #endif
-__device__ __forceinline__ long long atomicAdd(long long* address, long long val) {
+STRATA_JIT_OVERRIDABLE __device__ __forceinline__ long long atomicAdd(long long* address, long long val) {
   return static_cast<long long>(
       atomicAdd(reinterpret_cast<unsigned long long*>(address), static_cast<unsigned long long>(val)));
 }
-__device__ __forceinline__ long long atomicCAS(long long* address, long long compare, long long val) {
+STRATA_JIT_OVERRIDABLE __device__ __forceinline__ long long atomicCAS(long long* address, long long compare, long long val) {
   return static_cast<long long>(atomicCAS(reinterpret_cast<unsigned long long*>(address),
                                           static_cast<unsigned long long>(compare),
                                           static_cast<unsigned long long>(val)));
