@@ -36,8 +36,9 @@
 // coroutine. The price is that a block kernel compiled in a .cu file cannot run on the CPU; launch_block there
 // throws and says so. Kernels shared by both (backends/portable) are compiled twice anyway, once in a .cpp file for
 // the CPU and once in a .cu file for the GPU. On the CPU the body must contain at least one STRATA_SYNCTHREADS() or
-// STRATA_BLOCK_RETURN() (else it is not a coroutine and the compiler says the function returns no value); a kernel
-// without a barrier is better written for launch(), which runs it as a plain loop.
+// STRATA_BLOCK_RETURN(): else it is not a coroutine, and flowing off its end is undefined behaviour that g++ and
+// clang only warn about (-Wreturn-type: "no return statement in function returning non-void"). A kernel without a
+// barrier is better written for launch() anyway, which runs it as a plain loop.
 //
 // The closure lives in launch_block's frame for the whole launch: the coroutines of the CPU refer to it (a
 // coroutine lambda's captures are not copied into its frame), and the BlockContext is taken by value so that each
