@@ -27,6 +27,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -37,7 +38,7 @@ namespace strata::jit::cpu {
 
 /// The version of the interface between libstrata and a compiled kernel (Launch and the entry points): part of the
 /// disk cache's key, raised whenever either changes.
-inline constexpr unsigned kAbiVersion = 1;
+inline constexpr unsigned kAbiVersion = 2;
 
 struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
@@ -54,29 +55,29 @@ struct Launch {
   char message[512] = {};
 };
 
-/// Where the current GPU thread is; set by the entry point before each thread (or each resumption) runs.
+/// Where a GPU thread is. A kernel without a barrier gets its own as a hidden first parameter named __strata_idx
+/// (Note [The thread index on the CPU]); everything else reads the thread-local one of that name below.
 struct ThreadState {
   Dim3 thread_idx, block_idx, block_dim, grid_dim;
   void* dynamic_shared = nullptr;
   Launch* launch = nullptr;
 };
-inline thread_local ThreadState state;
 
 /// Thrown by a failed assert to end the launch; the entry point catches it.
 struct KernelAbort {};
 
-inline void record_failure(Launch& launch, int line, const char* message) {
+inline void record_failure(Launch& launch, int line, const char* message, const ThreadState& where) {
   int expected = 0;
   if (!std::atomic_ref<int>(launch.failed).compare_exchange_strong(expected, 1)) return;
   launch.line = line;
-  launch.failed_block = state.block_idx;
-  launch.failed_thread = state.thread_idx;
+  launch.failed_block = where.block_idx;
+  launch.failed_thread = where.thread_idx;
   std::snprintf(launch.message, sizeof launch.message, "%s", message);
   std::atomic_ref<int>(launch.failed).store(2, std::memory_order_release);
 }
 
-[[noreturn]] inline void assert_failed(const char* condition, int line) {
-  record_failure(*state.launch, line, condition);
+[[noreturn]] inline void assert_failed(const char* condition, int line, const ThreadState& where) {
+  record_failure(*where.launch, line, condition, where);
   throw KernelAbort{};
 }
 
@@ -84,56 +85,90 @@ inline bool launch_failed(const Launch& launch) {
   return std::atomic_ref<const int>(launch.failed).load(std::memory_order_acquire) != 0;
 }
 
-/// Calls Kernel with the launch's arguments: args[i] points at the i-th argument's value.
-template <auto Kernel, typename R, typename... P, std::size_t... I>
-R call_with(void* const* args, R (*)(P...), std::index_sequence<I...>) {
-  return Kernel(*static_cast<std::remove_cv_t<std::remove_reference_t<P>>*>(args[I])...);
-}
-template <auto Kernel, typename R, typename... P>
-R call(void* const* args, R (*f)(P...)) {
-  return call_with<Kernel>(args, f, std::index_sequence_for<P...>{});
-}
-
 inline Dim3 unflatten(std::int64_t i, Dim3 extent) {
   return {static_cast<unsigned>(i % extent.x), static_cast<unsigned>(i / extent.x % extent.y),
           static_cast<unsigned>(i / (static_cast<std::int64_t>(extent.x) * extent.y))};
 }
 
-/// Runs blocks [begin, end) of a launch on this thread: the body of every entry point. A kernel without a barrier
-/// runs its threads as a loop; one with a barrier (a coroutine) through kernels::run_block.
-template <auto Kernel>
+template <typename P>
+using Value = std::remove_cv_t<std::remove_reference_t<P>>;
+
+}  // namespace strata::jit::cpu
+
+// Note [The thread index on the CPU]
+// threadIdx, blockIdx, blockDim and gridDim read __strata_idx. For a kernel without a barrier, jit.cpp's rewrite adds
+// a first parameter `const ThreadState& __strata_idx`, which shadows the thread-local variable below: the entry point
+// loops over the block's threads with the index in a local variable, so the compiler keeps it in registers and can
+// vectorise that loop (a vector add then runs as fast as Strata's own). Code outside such a kernel (a __device__
+// function, a kernel with a barrier, whose threads are coroutines) reads the thread-local one, which the entry point
+// keeps current: per resumption for coroutines, and per thread for loops only when the source reads the index
+// outside its kernels (SourceInfo::index_outside_kernels), since that store costs the loop its vectorisation.
+inline thread_local ::strata::jit::cpu::ThreadState __strata_idx;
+
+namespace strata::jit::cpu {
+
+/// Runs blocks [begin, end) of a launch of a kernel without a barrier, its threads as a loop.
+template <auto Kernel, bool SyncGlobal, typename... P, std::size_t... I>
+void run_loops(Launch& launch, void* const* args, std::int64_t begin, std::int64_t end,
+               void (*)(const ThreadState&, P...), std::index_sequence<I...>) {
+  const std::tuple<Value<P>...> values{*static_cast<Value<P>*>(args[I])...};
+  ThreadState idx = ::__strata_idx;
+  const Dim3 block = launch.block;
+  for (std::int64_t b = begin; b < end && !launch_failed(launch); ++b) {
+    idx.block_idx = unflatten(b, launch.grid);
+    if constexpr (SyncGlobal) ::__strata_idx.block_idx = idx.block_idx;
+    for (unsigned z = 0; z < block.z; ++z) {
+      for (unsigned y = 0; y < block.y; ++y) {
+        for (unsigned x = 0; x < block.x; ++x) {
+          idx.thread_idx = {x, y, z};
+          if constexpr (SyncGlobal) ::__strata_idx.thread_idx = idx.thread_idx;
+          Kernel(idx, std::get<I>(values)...);
+        }
+      }
+    }
+  }
+}
+
+/// Runs blocks [begin, end) of a launch of a kernel with a barrier: its threads are coroutines (kernels/block.h).
+template <auto Kernel, bool SyncGlobal, typename... P, std::size_t... I>
+void run_coroutines(Launch& launch, void* const* args, std::int64_t begin, std::int64_t end,
+                    kernels::BlockThread (*)(P...), std::index_sequence<I...>) {
+  const std::int64_t threads = static_cast<std::int64_t>(launch.block.x) * launch.block.y * launch.block.z;
+  for (std::int64_t b = begin; b < end && !launch_failed(launch); ++b) {
+    ::__strata_idx.block_idx = unflatten(b, launch.grid);
+    kernels::run_block(
+        threads, [&](std::int64_t) { return Kernel(*static_cast<Value<P>*>(args[I])...); },
+        [&](std::int64_t t) { ::__strata_idx.thread_idx = unflatten(t, launch.block); });
+  }
+}
+
+template <auto Kernel, bool SyncGlobal, typename... P>
+void run(Launch& launch, void* const* args, std::int64_t begin, std::int64_t end, void (*f)(const ThreadState&, P...)) {
+  run_loops<Kernel, SyncGlobal>(launch, args, begin, end, f, std::index_sequence_for<P...>{});
+}
+template <auto Kernel, bool SyncGlobal, typename... P>
+void run(Launch& launch, void* const* args, std::int64_t begin, std::int64_t end, kernels::BlockThread (*f)(P...)) {
+  run_coroutines<Kernel, SyncGlobal>(launch, args, begin, end, f, std::index_sequence_for<P...>{});
+}
+
+/// Runs blocks [begin, end) of a launch on this thread: the body of every entry point. SyncGlobal: keep the
+/// thread-local index current for a loop's every thread (Note [The thread index on the CPU]).
+template <auto Kernel, bool SyncGlobal>
 void run_blocks(Launch& launch, void* const* args, std::int64_t begin, std::int64_t end) noexcept {
   thread_local std::vector<std::max_align_t> dynamic;
   const std::size_t words = (launch.dynamic_shared + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
   try {
     if (dynamic.size() < words) dynamic.resize(words);
-    state.dynamic_shared = dynamic.data();
-    state.launch = &launch;
-    state.block_dim = launch.block;
-    state.grid_dim = launch.grid;
-    const std::int64_t threads = static_cast<std::int64_t>(launch.block.x) * launch.block.y * launch.block.z;
-    for (std::int64_t b = begin; b < end && !launch_failed(launch); ++b) {
-      state.block_idx = unflatten(b, launch.grid);
-      if constexpr (std::is_same_v<decltype(call<Kernel>(args, Kernel)), void>) {
-        for (unsigned z = 0; z < launch.block.z; ++z) {
-          for (unsigned y = 0; y < launch.block.y; ++y) {
-            for (unsigned x = 0; x < launch.block.x; ++x) {
-              state.thread_idx = {x, y, z};
-              call<Kernel>(args, Kernel);
-            }
-          }
-        }
-      } else {
-        kernels::run_block(
-            threads, [&](std::int64_t) { return call<Kernel>(args, Kernel); },
-            [&](std::int64_t t) { state.thread_idx = unflatten(t, launch.block); });
-      }
-    }
+    ::__strata_idx.dynamic_shared = dynamic.data();
+    ::__strata_idx.launch = &launch;
+    ::__strata_idx.block_dim = launch.block;
+    ::__strata_idx.grid_dim = launch.grid;
+    run<Kernel, SyncGlobal>(launch, args, begin, end, Kernel);
   } catch (const KernelAbort&) {
   } catch (const std::exception& e) {
-    record_failure(launch, 0, e.what());
+    record_failure(launch, 0, e.what(), ::__strata_idx);
   } catch (...) {
-    record_failure(launch, 0, "an exception that is not a std::exception");
+    record_failure(launch, 0, "an exception that is not a std::exception", ::__strata_idx);
   }
 }
 
@@ -152,10 +187,10 @@ T atomic_update(T* address, T value, T (*op)(T, T)) {
 using dim3 = ::strata::jit::cpu::Dim3;
 using uint3 = ::strata::jit::cpu::Dim3;
 
-#define threadIdx (::strata::jit::cpu::state.thread_idx)
-#define blockIdx (::strata::jit::cpu::state.block_idx)
-#define blockDim (::strata::jit::cpu::state.block_dim)
-#define gridDim (::strata::jit::cpu::state.grid_dim)
+#define threadIdx (__strata_idx.thread_idx)
+#define blockIdx (__strata_idx.block_idx)
+#define blockDim (__strata_idx.block_dim)
+#define gridDim (__strata_idx.grid_dim)
 
 #define __global__
 #define __device__
@@ -173,7 +208,8 @@ using uint3 = ::strata::jit::cpu::Dim3;
 #define __threadfence_system() std::atomic_thread_fence(std::memory_order_seq_cst)
 
 #undef assert
-#define assert(condition) ((condition) ? static_cast<void>(0) : ::strata::jit::cpu::assert_failed(#condition, __LINE__))
+#define assert(condition) \
+  ((condition) ? static_cast<void>(0) : ::strata::jit::cpu::assert_failed(#condition, __LINE__, __strata_idx))
 
 template <typename T>
 inline T atomicAdd(T* address, T value) {

@@ -234,8 +234,9 @@ std::string cpu_translation_unit(const std::string& source, const SourceInfo& in
     done.push_back(k.name);
     tu += fmt::format(
         "extern \"C\" void __strata_entry_{0}(::strata::jit::cpu::Launch& launch, void* const* args, std::int64_t "
-        "begin, std::int64_t end) noexcept {{\n  ::strata::jit::cpu::run_blocks<&{0}>(launch, args, begin, end);\n}}\n",
-        k.name);
+        "begin, std::int64_t end) noexcept {{\n  ::strata::jit::cpu::run_blocks<&{0}, {1}>(launch, args, begin, "
+        "end);\n}}\n",
+        k.name, info.index_outside_kernels);
   }
   tu += "extern \"C\" unsigned __strata_abi_version() { return ::strata::jit::cpu::kAbiVersion; }\n";
   return tu;

@@ -238,6 +238,8 @@ SourceInfo scan_source(std::string_view source) {
     if (j >= tokens.size() || !is(tokens[j], "(")) continue;
     const std::size_t close = matching(tokens, j);
     if (close >= tokens.size()) continue;
+    k.params_begin = tokens[j].offset + 1;
+    k.params_end = tokens[close].offset;
     int depth = 0;
     std::size_t start = j + 1;
     for (std::size_t t = j + 1; t <= close; ++t) {
@@ -278,6 +280,11 @@ SourceInfo scan_source(std::string_view source) {
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     if (is(tokens[i], "__syncthreads") && !inside(kernel_bodies, i)) {
       info.barriers_outside_kernels.push_back(tokens[i].line);
+    }
+    if ((is(tokens[i], "threadIdx") || is(tokens[i], "blockIdx") || is(tokens[i], "blockDim") ||
+         is(tokens[i], "gridDim")) &&
+        !inside(kernel_bodies, i)) {
+      info.index_outside_kernels = true;
     }
     if (!(is(tokens[i], "extern") && i + 1 < tokens.size() && is(tokens[i + 1], "__shared__"))) continue;
     // extern __shared__ [__align__(n)] T name[];
@@ -325,14 +332,25 @@ std::string rewrite_for_cpu(std::string_view source, const SourceInfo& info) {
     std::string text;
   };
   std::vector<Edit> edits;
+  constexpr std::string_view kIndex = "const ::strata::jit::cpu::ThreadState& __strata_idx";
   for (const KernelDecl& k : info.kernels) {
-    if (k.head_end <= k.head_begin) continue;
-    edits.push_back(
-        {k.head_begin, k.head_end, k.uses_barrier ? "static ::strata::kernels::BlockThread" : "static inline void"});
+    if (k.head_end <= k.head_begin || k.params_end < k.params_begin || k.params_begin <= k.head_end) continue;
+    if (k.uses_barrier) {
+      edits.push_back({k.head_begin, k.head_end, "static ::strata::kernels::BlockThread"});
+      continue;
+    }
+    edits.push_back({k.head_begin, k.head_end, "static inline __attribute__((always_inline)) void"});
+    std::string_view inside = source.substr(k.params_begin, k.params_end - k.params_begin);
+    while (!inside.empty() && std::isspace(static_cast<unsigned char>(inside.front())) != 0) inside.remove_prefix(1);
+    while (!inside.empty() && std::isspace(static_cast<unsigned char>(inside.back())) != 0) inside.remove_suffix(1);
+    if (inside.empty() || inside == "void") {
+      edits.push_back({k.params_begin, k.params_end, std::string(kIndex)});
+    } else {
+      edits.push_back({k.params_begin, k.params_begin, std::string(kIndex) + ", "});
+    }
   }
   for (const SourceInfo::DynamicShared& d : info.dynamic_shared) {
-    const std::string pointer =
-        fmt::format("(reinterpret_cast<{}*>(::strata::jit::cpu::state.dynamic_shared))", d.type);
+    const std::string pointer = fmt::format("(reinterpret_cast<{}*>(__strata_idx.dynamic_shared))", d.type);
     // At file scope a macro, read where it is used; in a function a pointer, which keeps the name's scope.
     edits.push_back({d.begin, d.end,
                      d.file_scope ? fmt::format("\n#define {} {}\n", d.name, pointer)

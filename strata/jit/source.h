@@ -36,6 +36,8 @@ struct KernelDecl {
   bool is_template = false;    // cannot be launched by name
   std::size_t head_begin = 0;  // the span `extern "C" __global__ void` (or `__global__ void`), rewritten for the CPU
   std::size_t head_end = 0;
+  std::size_t params_begin = 0;  // the text between the parentheses of the parameter list
+  std::size_t params_end = 0;
 };
 
 /// Everything found in a source.
@@ -43,6 +45,8 @@ struct SourceInfo {
   std::vector<KernelDecl> kernels;
   /// Lines where __syncthreads() appears outside any __global__ function (the CPU dialect cannot run those).
   std::vector<int> barriers_outside_kernels;
+  /// threadIdx, blockIdx, blockDim or gridDim appear outside the __global__ functions (in a __device__ function).
+  bool index_outside_kernels = false;
   /// `extern __shared__ T name[];` declarations: the span, the element type and name, and whether at file scope.
   struct DynamicShared {
     std::size_t begin = 0, end = 0;
@@ -60,7 +64,9 @@ SourceInfo scan_source(std::string_view source);
 const KernelDecl& find_kernel(const SourceInfo& info, std::string_view name);
 
 /// The source as the CPU dialect compiles it: kernels with a barrier become coroutines, the others static inline
-/// functions, and `extern __shared__` arrays point at the launch's dynamic shared memory. Line numbers do not move.
+/// functions that take the thread's index as a hidden first parameter (Note [The thread index on the CPU] in
+/// jit/cpu_dialect.h), and `extern __shared__` arrays point at the launch's dynamic shared memory. Line numbers do not
+/// move.
 std::string rewrite_for_cpu(std::string_view source, const SourceInfo& info);
 
 }  // namespace strata::jit
