@@ -3,9 +3,9 @@
 // Note [The GPU dialect's prelude]
 // A kernel compiled at run time is written in CUDA C++ as CuPy's RawKernel takes it. NVRTC and hiprtc compile that
 // language, but it lacks parts of Strata's dialect, which kGpuDialectPrelude supplies in front of the user's source:
-//  - atomicMax/atomicMin on float and double (CUDA has none; HIP has its own, kept), atomicAdd and atomicCAS on
-//    long long (neither vendor has them; through unsigned long long, which is the same bits in two's complement),
-//    atomicMax/atomicMin on long long where HIP lacks them (CUDA has them);
+//  - atomicMax/atomicMin on float and double (CUDA has none; HIP has its own, kept, which a kernel cannot redefine),
+//    atomicAdd and atomicCAS on long long (neither vendor has them; through unsigned long long, which is the same
+//    bits in two's complement), atomicMax/atomicMin on long long where HIP lacks them (CUDA has them);
 //  - assert(cond) as Strata's device-side assert (Note [The JIT's device-side assert]).
 // The float and double max/min are compare-and-swap loops in which NaN wins, as torch.max: a NaN stored stays, a NaN
 // given replaces. Each is a template with a defaulted parameter, so that a kernel that brings its own overload with
@@ -27,7 +27,8 @@
 // could cut the winner's writes short. The wait cannot hang: the winner waits for nothing, and a winner in the same
 // warp (wavefront) as a waiting thread either runs on by itself (CUDA's independent thread scheduling, sm_70 on) or
 // finishes its branch before the warp reaches the loop (AMD's lockstep wavefronts). A module whose kernels never
-// assert keeps the global but never writes it.
+// assert keeps the global but never writes it. As with CUDA's own assert, the trap costs the process its GPU context:
+// every later CUDA call on that device fails, so the DeviceAssertError is the last thing that works there.
 
 namespace strata::jit {
 
@@ -40,6 +41,8 @@ struct GpuAssertRecord {
   char file[128];
   char condition[256];
 };
+
+static_assert(sizeof(GpuAssertRecord) == 456, "GpuAssertRecord must match StrataJitAssertRecord, without padding");
 
 /// Named in identity() with the prelude's hash; raise it when the record's layout changes.
 inline constexpr int kGpuDialectVersion = 1;
