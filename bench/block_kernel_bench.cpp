@@ -1,6 +1,7 @@
 // What block kernels cost on the CPU (Note [Threads of a block on the CPU] in kernels/block.h): the per-block sums of
 // N floats by launch_block (a tree in shared memory, a barrier per level), against the same sums by a plain loop per
-// block (launch() with one thread per block); and the cost of one barrier of a block, for 32 to 1024 threads.
+// block (launch() with one thread per block), in wall-clock time since the pool runs them; and the cost of one
+// barrier of a block, for 32 to 1024 threads.
 
 #include <benchmark/benchmark.h>
 
@@ -52,7 +53,7 @@ void BM_BlockSumBarriers(benchmark::State& state) {
   if (out[0] != static_cast<float>(threads)) state.SkipWithError("wrong sum");
   set_rate(state, kElements);
 }
-BENCHMARK(BM_BlockSumBarriers)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BlockSumBarriers)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The same sums, each block's by one thread's loop: what the CPU does without a barrier.
 void BM_BlockSumPlainLoop(benchmark::State& state) {
@@ -75,7 +76,7 @@ void BM_BlockSumPlainLoop(benchmark::State& state) {
   if (out[0] != static_cast<float>(threads)) state.SkipWithError("wrong sum");
   set_rate(state, kElements);
 }
-BENCHMARK(BM_BlockSumPlainLoop)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_BlockSumPlainLoop)->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // One block on the calling thread crossing kBarriers barriers with almost nothing between them: the time per
 // barrier of the whole block (every thread suspended and resumed once), and per thread.
