@@ -286,7 +286,10 @@ CpuBuild prepare_cpu(const std::string& source, const SourceInfo& info, const st
   CpuBuild b;
   b.cxx = host_compiler();
   const std::filesystem::path include = include_folder();
-  b.argv_tail = {"-std=c++20", "-O3", "-march=native", "-fPIC", "-shared", "-I" + include.string()};
+  // 256-bit vectors even where AVX-512 exists: the masked 512-bit stores of a loop's tail cost ~15% of a vector
+  // add on an AVX-512 EPYC (docs/benchmarks.md), as compilers for the host's own code decide by default.
+  b.argv_tail = {"-std=c++20", "-O3",     "-march=native",        "-mprefer-vector-width=256",
+                 "-fPIC",      "-shared", "-I" + include.string()};
   for (std::string& o : cpu_options(options)) b.argv_tail.push_back(std::move(o));
   b.tu = cpu_translation_unit(source, info, file_name);
   b.key = detail::sha256_hex(fmt::format("strata-jit cpu abi {}\n{}\n{}\n{}\n{}\n{}", cpu::kAbiVersion,
