@@ -5,7 +5,8 @@
 // Left out on purpose: the portable kernel API (strata/kernels/*.h, runtime/kernel_assert.h), which files that
 // write kernels include themselves, and internal headers that only the library and backends use (core/macros.h,
 // core/tensor_view.h, runtime/plugin.h, runtime/memory_report.h, ops/* but ops/op_support.h, backends/*,
-// tensor/op_call.h, tensor/grad_hook.h, tensor/autograd_support.h, data/sampling.h, io/file.h).
+// tensor/op_call.h, tensor/grad_hook.h, tensor/autograd_support.h, data/sampling.h, io/file.h, the internals of
+// jit/).
 
 // core
 #include "strata/core/device.h"
@@ -64,3 +65,7 @@
 #include "strata/data/transforms.h"
 #include "strata/io/dlpack.h"
 #include "strata/io/safetensors.h"
+
+// kernels compiled at run time (jit/source.h, jit/cpu_dialect.h, jit/kernel_cache.h and jit/gpu_dialect.h are
+// internal)
+#include "strata/jit/jit.h"
