@@ -41,39 +41,22 @@ Compilers& compilers() {
 }
 
 DeviceCompiler* load_compiler(DeviceType type, std::string& reason) {
-  const std::string name = display_name(type), file = plugin_file(type);
-  std::vector<std::string> tried;
-  for (const auto& folder : plugin_folders()) {
-    const auto path = folder / file;
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
-      tried.push_back(ec ? fmt::format("{} ({})", folder.string(), ec.message()) : folder.string());
-      continue;
-    }
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* err = dlerror();
-      reason =
-          fmt::format("the {} plugin {} could not be loaded: {}", name, path.string(), err ? err : "unknown error");
-      return nullptr;
-    }
-    auto create = reinterpret_cast<CreateCompilerFn>(dlsym(handle, kCreateCompilerSymbol));
-    if (create == nullptr) {
-      reason = fmt::format("the {} plugin {} has no run-time compiler (no entry point {})", name, path.string(),
-                           kCreateCompilerSymbol);
-      return nullptr;
-    }
-    std::string why;
-    DeviceCompiler* created = create(&why);
-    if (created == nullptr) {
-      reason = why.empty() ? fmt::format("the {} plugin's run-time compiler declined to start", name) : why;
-      return nullptr;
-    }
-    return created;
+  void* handle = open_plugin(type, reason);
+  if (handle == nullptr) return nullptr;
+  const std::string name = display_name(type);
+  auto create = reinterpret_cast<CreateCompilerFn>(dlsym(handle, kCreateCompilerSymbol));
+  if (create == nullptr) {
+    reason = fmt::format("the {} plugin {} has no run-time compiler (no entry point {})", name, plugin_file(type),
+                         kCreateCompilerSymbol);
+    return nullptr;
   }
-  reason = fmt::format("the {} plugin {} was not found (looked in: {}); this build has no {} support", name, file,
-                       fmt::join(tried, ", "), name);
-  return nullptr;
+  std::string why;
+  DeviceCompiler* created = create(&why);
+  if (created == nullptr) {
+    reason = why.empty() ? fmt::format("the {} plugin's run-time compiler declined to start", name) : why;
+    return nullptr;
+  }
+  return created;
 }
 
 }  // namespace

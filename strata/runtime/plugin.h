@@ -38,6 +38,10 @@ inline std::string plugin_file(DeviceType type) { return "libstrata_" + std::str
 /// The folders a plugin is looked for in, in order: those of $STRATA_BACKEND_PATH, then libstrata's own.
 std::vector<std::filesystem::path> plugin_folders();
 
+/// dlopens the first plugin_file(type) found in plugin_folders(); nullptr with `reason` set when none is found (the
+/// folders looked in) or it does not load. The registry takes the backend from it, jit::device_compiler the compiler.
+void* open_plugin(DeviceType type, std::string& reason);
+
 /// Index to pass to Backend methods; "cuda" must be resolved first.
 inline int backend_index(Device device) { return device.index() < 0 ? 0 : device.index(); }
 

@@ -87,43 +87,26 @@ std::unique_ptr<Backend> load_plugin(DeviceType type, std::string& reason) {
   if (const auto driver = driver_library(type)) {
     if (dlopen(driver->file, RTLD_NOW | RTLD_GLOBAL) == nullptr) {
       const char* err = dlerror();
-      reason = fmt::format("{} {} could not be loaded ({})", driver->description, driver->file,
-                           err ? err : "not found");
-      return nullptr;
-    }
-  }
-  const std::string name = display_name(type), file = plugin_file(type);
-  std::vector<std::string> tried;
-  for (const auto& folder : plugin_folders()) {
-    const auto path = folder / file;
-    std::error_code ec;  // a folder of STRATA_BACKEND_PATH in a symlink loop, or a name too long, is not found
-    if (!std::filesystem::exists(path, ec)) {
-      tried.push_back(ec ? fmt::format("{} ({})", folder.string(), ec.message()) : folder.string());
-      continue;
-    }
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* err = dlerror();
       reason =
-          fmt::format("the {} plugin {} could not be loaded: {}", name, path.string(), err ? err : "unknown error");
+          fmt::format("{} {} could not be loaded ({})", driver->description, driver->file, err ? err : "not found");
       return nullptr;
     }
-    auto create = reinterpret_cast<CreateBackendFn>(dlsym(handle, kCreateBackendSymbol));
-    if (create == nullptr) {
-      reason = fmt::format("the {} plugin {} has no entry point {}", name, path.string(), kCreateBackendSymbol);
-      return nullptr;
-    }
-    std::string why;
-    Backend* created = create(&why);
-    if (created == nullptr) {
-      reason = why.empty() ? fmt::format("the {} plugin declined to start", name) : why;
-      return nullptr;
-    }
-    return std::unique_ptr<Backend>(created);
   }
-  reason = fmt::format("the {} plugin {} was not found (looked in: {}); this build has no {} support", name, file,
-                       fmt::join(tried, ", "), name);
-  return nullptr;
+  void* handle = open_plugin(type, reason);
+  if (handle == nullptr) return nullptr;
+  const std::string name = display_name(type);
+  auto create = reinterpret_cast<CreateBackendFn>(dlsym(handle, kCreateBackendSymbol));
+  if (create == nullptr) {
+    reason = fmt::format("the {} plugin {} has no entry point {}", name, plugin_file(type), kCreateBackendSymbol);
+    return nullptr;
+  }
+  std::string why;
+  Backend* created = create(&why);
+  if (created == nullptr) {
+    reason = why.empty() ? fmt::format("the {} plugin declined to start", name) : why;
+    return nullptr;
+  }
+  return std::unique_ptr<Backend>(created);
 }
 
 void ensure_loaded(Registry& r, DeviceType type) {
@@ -157,6 +140,29 @@ std::vector<std::filesystem::path> plugin_folders() {
   }
   folders.push_back(library_folder());
   return folders;
+}
+
+void* open_plugin(DeviceType type, std::string& reason) {
+  const std::string name = display_name(type), file = plugin_file(type);
+  std::vector<std::string> tried;
+  for (const auto& folder : plugin_folders()) {
+    const auto path = folder / file;
+    std::error_code ec;  // a folder of STRATA_BACKEND_PATH in a symlink loop, or a name too long, is not found
+    if (!std::filesystem::exists(path, ec)) {
+      tried.push_back(ec ? fmt::format("{} ({})", folder.string(), ec.message()) : folder.string());
+      continue;
+    }
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* err = dlerror();
+      reason =
+          fmt::format("the {} plugin {} could not be loaded: {}", name, path.string(), err ? err : "unknown error");
+    }
+    return handle;
+  }
+  reason = fmt::format("the {} plugin {} was not found (looked in: {}); this build has no {} support", name, file,
+                       fmt::join(tried, ", "), name);
+  return nullptr;
 }
 
 Backend* find_backend(DeviceType type) {
@@ -200,7 +206,8 @@ void check_device(Device device) {
   if (device.is_cpu()) {
     STRATA_CHECK(device.index() < count, DeviceUnavailableError,
                  "device {} is unavailable: there {} {} CPU device(s) (cpu:0..cpu:{}); {}=N sets how many, before the "
-                 "program starts", device, count == 1 ? "is" : "are", count, count - 1, kCpuDevicesVariable);
+                 "program starts",
+                 device, count == 1 ? "is" : "are", count, count - 1, kCpuDevicesVariable);
     return;
   }
   STRATA_CHECK(device.index() < count, DeviceUnavailableError,
