@@ -187,3 +187,28 @@ def test_compile_for_a_named_target_without_a_device():
     assert binary[:4] == b"\x7fELF"
     with pytest.raises(strata.InvalidArgumentError, match="cuda:sm_XY"):
         strata.kernels.compile(ADD, "cuda")
+
+
+def test_a_missing_compiler_says_how_to_get_one(monkeypatch):
+    monkeypatch.setenv("STRATA_JIT_CXX", "/nonexistent/c++")
+    add = strata.RawKernel(ADD, "add")
+    a = strata.ones(4)
+    with pytest.raises(strata.CompileError, match="install g\\+\\+, or set STRATA_JIT_CXX"):
+        add((1,), (4,), (a, a, strata.empty(4), 4))
+
+
+def test_too_much_shared_memory_and_tensors_on_two_devices_are_refused():
+    add = strata.RawKernel(ADD, "add")
+    a, c = strata.ones(4), strata.empty(4)
+    with pytest.raises(strata.InvalidArgumentError, match="dynamic shared memory; the CPU allows at most"):
+        add((1,), (4,), (a, a, c, 4), shared_mem=1 << 30)
+    out = run_python(f"""
+        import strata
+        add = strata.RawKernel({ADD!r}, "add")
+        a = strata.ones(4, device="cpu:0"); b = strata.ones(4, device="cpu:1"); c = strata.empty(4)
+        try:
+            add((1,), (4,), (a, b, c, 4))
+        except strata.DeviceMismatchError as e:
+            print("refused:", e)
+    """, {"STRATA_CPU_DEVICES": "2"})
+    assert "refused: argument 1 (const float* b) of kernel 'add' is on cpu:1, but argument 0 is on cpu" in out
