@@ -482,7 +482,6 @@ Compiled compile(const std::string& source, const Target& target, const std::vec
   if (target.type == DeviceType::CPU) {
     const CpuBuild b = prepare_cpu(source, info, options, "kernel.cu");
     const CacheStats before = cache_stats();
-    std::string log;
     out.binary = detail::cached<std::string>(
         b.key, ".so", [&](const std::filesystem::path& path) { build_cpu(b, path, "kernel.cu"); },
         [](const std::filesystem::path& path) -> std::optional<std::string> {

@@ -307,7 +307,10 @@ SourceInfo scan_source(std::string_view source) {
     SourceInfo::DynamicShared d;
     d.begin = tokens[i].offset;
     d.end = tokens[j + 2].offset + 1;
-    for (std::string_view w : type) d.type += (d.type.empty() ? "" : " ") + std::string(w);
+    for (std::string_view w : type) {
+      if (!d.type.empty()) d.type += ' ';
+      d.type += w;
+    }
     d.name = std::string(name);
     d.file_scope = !inside(function_bodies, i);
     info.dynamic_shared.push_back(std::move(d));
