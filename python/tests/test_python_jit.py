@@ -179,8 +179,11 @@ def dynamic_reverse(a, out):
     buf = strata.shared.array(0, np.float64)  # sized by the launch's third item
     t = strata.threadIdx.x
     buf[t] = a[t]
+    pair = strata.local.array((1, 2), strata.int64)  # one per thread
+    pair[0, 0] = t
+    pair[0, 1] = strata.blockDim.x - 1 - t
     strata.syncthreads()
-    out[t] = buf[strata.blockDim.x - 1 - t]
+    out[pair[0, 0]] = buf[pair[0, 1]]
 
 
 def test_shared_memory_barriers_and_atomics():
@@ -306,7 +309,20 @@ def helper_with_barrier(a):
     strata.syncthreads()
 
 
+@strata.jit(device=True)
+def calls_nothing_known(x):
+    return x + undefined_function(x)  # noqa: F821
+
+
+@strata.jit
+def calls_a_broken_device_function(a):
+    a[0] = calls_nothing_known(a[0])
+
+
 def test_launch_errors():
+    line = line_of(calls_nothing_known.py_func, "undefined_function(x)")
+    with pytest.raises(strata.CompileError, match=rf"{HERE}:{line}: calling undefined_function"):
+        calls_a_broken_device_function[1, 1](np.zeros(1))
     with pytest.raises(TypeError, match=r"increment_by_one\[blocks, threads\]"):
         increment_by_one(np.zeros(3))
     with pytest.raises(strata.TypeError, match="argument 0 is a str"):
@@ -314,6 +330,40 @@ def test_launch_errors():
     with pytest.raises(strata.CompileError, match="takes 1 arguments; got 2"):
         increment_by_one[1, 1](np.zeros(3), 1)
     assert sign(-3) == -1 and clamp(2.0, 0.0, 1.0) == 1.0  # device functions called from Python run as Python
+
+
+def test_tensors_on_two_devices_are_refused(tmp_path):
+    script = tmp_path / "two_devices.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np, strata
+
+        @strata.jit
+        def copy(a, b):
+            a[0] = b[0]
+
+        for b in (strata.zeros(2), np.zeros(2, np.float32)):
+            try:
+                copy[1, 1](strata.zeros(2, device="cpu:1"), b)
+            except strata.InvalidArgumentError as e:
+                print(e)
+    """))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240,
+                            env={**os.environ, "STRATA_CPU_DEVICES": "2"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("its tensors are on different devices (cpu, cpu:1)") == 2, result.stdout
+
+
+def test_the_generated_source_compiles_for_nvidia_and_amd_gpus():
+    # No GPU is needed to compile (NVRTC, hiprtc); a build without the GPU plugins skips.
+    for target in ("cuda:sm_90", "hip:gfx90a"):
+        for kernel, signature in ((arith_kernel, ("f64[:]", "f64[:, :]", "i32[:]")),
+                                  (block_stats, ("f32[:]", "f32[:]", "i64[:]", "f32[:]", "i32[:, :]"))):
+            source = kernel.inspect_source(signature, device=target.split(":")[0])
+            try:
+                binary = strata.kernels.compile(source, target)
+            except strata.DeviceUnavailableError as e:
+                pytest.skip(str(e))
+            assert len(binary) > 1000
 
 
 def test_the_numba_article_tutorial_runs():

@@ -14,8 +14,10 @@ from strata.kernels import RawKernel
 FORALL_THREADS = 256
 
 
-def _compile_error(info_or_dispatcher, e):
-    info = info_or_dispatcher
+def _compile_error(kernel_info, e):
+    info = e.info or kernel_info
+    if info is None:
+        return _C.CompileError(str(e))
     where = f"{info.file}:{e.line}" if e.line else info.file
     text = info.text(e.line) if e.line else ""
     return _C.CompileError(f"{where}: {e}" + (f"\n    {text}" if text else ""))
@@ -49,7 +51,7 @@ class Dispatcher:
             try:
                 self._info = FunctionInfo(self.py_func)
             except TranslationError as e:
-                raise _C.CompileError(f"{e}") from None
+                raise _compile_error(None, e) from None
         return self._info
 
     def __repr__(self):
@@ -176,8 +178,9 @@ class _Launch:
 
 def jit(fn=None, *, device=False, boundscheck=True, cache=True):
     """Compiles a Python function into a kernel (or, with device=True, a function kernels call), as Numba's cuda.jit.
-    boundscheck=False drops the asserts that check every array index. cache=False: see Dispatcher (RawKernel's disk
-    cache has no per-kernel switch, so it still serves; only strata.jit's own caching is affected)."""
+    boundscheck=False drops the asserts that check every array index. cache is accepted as Numba's is, but
+    changes nothing yet: compiled kernels are kept in memory per signature either way, and RawKernel's disk cache,
+    which has no per-kernel switch, serves them all (STRATA_KERNEL_CACHE=off turns it off for the process)."""
     if fn is None:
         return lambda f: Dispatcher(f, device=device, boundscheck=boundscheck, cache=cache)
     if isinstance(fn, str) or isinstance(fn, (tuple, list)):

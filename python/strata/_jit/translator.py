@@ -85,9 +85,10 @@ template <typename T> __device__ inline T pyj_max(T a, T b) { return a < b ? b :
 class TranslationError(Exception):
     """Raised with a line of the user's source; decorator.py turns it into strata.CompileError."""
 
-    def __init__(self, message, line):
+    def __init__(self, message, line, info=None):
         super().__init__(message)
         self.line = line
+        self.info = info  # the FunctionInfo whose file the line is in (None: the kernel's)
 
 
 class Val:
@@ -125,12 +126,12 @@ class FunctionInfo:
         self.node = tree.body[0]
         if not isinstance(self.node, ast.FunctionDef):
             raise TranslationError(f"strata.jit compiles functions defined with def, not {type(self.node).__name__}",
-                                   self.first_line)
+                                   self.first_line, self)
         self.args = [a.arg for a in self.node.args.args]
         a = self.node.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
             raise TranslationError(f"'{self.name}': default values, *args, **kwargs and keyword-only parameters are "
-                                   "not supported", self.first_line)
+                                   "not supported", self.first_line, self)
         self.globals = fn.__globals__
         self.closure = {}
         if fn.__closure__:
@@ -190,7 +191,7 @@ class FunctionTranslator:
 
     # ---- errors and names ----
     def error(self, node, message):
-        raise TranslationError(message, self.info.line(node))
+        raise TranslationError(message, self.info.line(node), self.info)
 
     def cname(self, name):
         if name in CPP_RESERVED or name.startswith("pyj_") or name.startswith("__"):
@@ -898,11 +899,11 @@ def translate_device(dispatcher, types, module, boundscheck, call_node, caller_i
         return module.specialisations[key]
     if dispatcher in module.stack:
         raise TranslationError(f"'{dispatcher.__name__}' calls itself (recursion is not supported)",
-                               caller_info.line(call_node))
+                               caller_info.line(call_node), caller_info)
     info = dispatcher.function_info()
     if len(types) != len(info.args):
         raise TranslationError(f"'{info.name}' takes {len(info.args)} arguments; the call gives {len(types)}",
-                               caller_info.line(call_node))
+                               caller_info.line(call_node), caller_info)
     c_name = f"pyj_{info.name}_{len(module.specialisations)}"
     module.stack.append(dispatcher)
     try:
