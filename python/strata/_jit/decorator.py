@@ -73,12 +73,13 @@ class Dispatcher:
         shared = config[2] if len(config) == 3 else 0
         return _Launch(self, blocks, threads, shared)
 
-    def forall(self, n):
-        """A launch of at least n threads in 1-D: 256 threads a block, enough blocks."""
+    def forall(self, ntasks, tpb=0):
+        """A launch of at least ntasks threads in 1-D: tpb threads a block (256 when 0), enough blocks. The kernel
+        still tests its index against the size, as with any launch."""
         if self.device:
             raise TypeError(f"'{self.__name__}' is a device function; only kernels are launched")
-        n = int(n)
-        return _Launch(self, max(1, -(-n // FORALL_THREADS)), FORALL_THREADS, 0)
+        ntasks, tpb = int(ntasks), int(tpb) or FORALL_THREADS
+        return _Launch(self, max(1, -(-ntasks // tpb)), tpb, 0)
 
     # ---- compilation ----
     def _signature(self, args):

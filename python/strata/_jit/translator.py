@@ -48,6 +48,7 @@ MATH = {
     "floor": ("floor", 1, "int"), "ceil": ("ceil", 1, "int"), "trunc": ("trunc", 1, "int"),
     "isnan": ("isnan", 1, "bool"), "isinf": ("isinf", 1, "bool"), "isfinite": ("isfinite", 1, "bool"),
 }
+C_FUNCTIONS = {c for c, _, _ in MATH.values()} | {"rint", "floorf", "errno", "stdin", "stdout", "stderr"}
 MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan}
 
 # Python's floor division and modulo on integers and floats (C truncates), and integer powers. An integer division
@@ -194,7 +195,10 @@ class FunctionTranslator:
         raise TranslationError(message, self.info.line(node), self.info)
 
     def cname(self, name):
-        if name in CPP_RESERVED or name.startswith("pyj_") or name.startswith("__"):
+        # C++'s keywords, the functions the source calls (a local `sqrt` would hide sqrt()), and names in capitals,
+        # which the headers' macros use (NULL, EOF, FLT_MAX), are renamed.
+        if name in CPP_RESERVED or name in C_FUNCTIONS or name.startswith(("pyj_", "__")) or (
+                len(name) > 1 and name.isupper()):
             return f"pyj_v_{name}"
         return name
 
