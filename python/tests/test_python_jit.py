@@ -296,9 +296,9 @@ def test_unsupported_constructs_name_the_construct_file_and_line():
     def syncs_in_device(a):
         helper_with_barrier(a)
 
-    cases = [(lists, "b = [1, 2]", "[1, 2]"), (slices, "a[1:] = 0", "slicing"), (calls_print, "print(a[0])", "print"),
+    cases = [(lists, "b = [1, 2]", "'[1, 2]' (List)"), (slices, "a[1:] = 0", "slicing"), (calls_print, "print(a[0])", "print"),
              (wrong_rank, "a[0] = 1", "1 indices for the 2-D array 'a'"), (undefined, "nowhere", "'nowhere'"),
-             (tries, "try:", "try:"), (syncs_in_device, "strata.syncthreads()", "device function")]
+             (tries, "try:", "(Try)"), (syncs_in_device, "strata.syncthreads()", "device function")]
     for fn, text, construct in cases:
         arg = np.zeros((2, 2)) if fn is wrong_rank else np.zeros(2)
         message = compile_error(fn, (arg,), construct)

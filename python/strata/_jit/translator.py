@@ -280,7 +280,7 @@ class FunctionTranslator:
         pad = "  " * depth
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
-            self.error(node, f"strata.jit does not support the statement '{_describe(node)}'")
+            self.error(node, f"strata.jit does not support the statement '{_describe(node)}' ({type(node).__name__})")
         lines = method(node, depth)
         if not lines:
             return []
@@ -529,7 +529,7 @@ class FunctionTranslator:
     def expr(self, node):
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            self.error(node, f"strata.jit does not support the expression '{_describe(node)}'")
+            self.error(node, f"strata.jit does not support the expression '{_describe(node)}' ({type(node).__name__})")
         return method(node)
 
     def expr_Constant(self, node):
