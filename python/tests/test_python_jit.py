@@ -285,7 +285,7 @@ def test_unsupported_constructs_name_the_construct_file_and_line():
         a[0] = 1
 
     def undefined(a):
-        a[0] = nowhere
+        a[0] = nowhere  # noqa: F821
 
     def tries(a):
         try:

@@ -19,7 +19,7 @@ import math
 import textwrap
 
 from strata._jit import intrinsics as _in
-from strata._jit.types import C_TYPES, ArrayType, dtype_name, is_float, is_int, promote, unify
+from strata._jit.types import C_TYPES, ArrayType, dtype_name, is_int, promote, unify
 
 CPP_RESERVED = set("""
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class compl
