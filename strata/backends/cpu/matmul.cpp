@@ -108,10 +108,12 @@ dnnl::matmul matmul_primitive(const Gemm& g, const dnnl::memory::desc& a, const 
                 0};
   static std::mutex mutex;
   static std::map<Key, dnnl::matmul> cache;
+  [[maybe_unused]] static const bool held = (hold_across_fork(mutex), true);
   {
     std::lock_guard lock(mutex);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
   }
+  const auto creating = creation_lock();
   dnnl::primitive_attr attr;
   if (g.alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(g.alpha)});
   if (g.beta != 0.0) {
