@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <new>
 
 #include "bindings.h"
 
@@ -23,6 +24,7 @@ struct DataLock {
 };
 
 constexpr auto kPrecedence = std::chrono::milliseconds(20);
+constexpr auto kForkWait = std::chrono::seconds(2);
 
 thread_local int stretches = 0;  // how deep this thread is in nested Computing stretches
 thread_local bool replacing_here = false;
@@ -30,16 +32,39 @@ thread_local bool replacing_here = false;
 DataLock& data_lock() {
   static DataLock* const lock = [] {
     auto* created = new DataLock();  // never destroyed: threads may still compute while statics are destroyed
-    // A fork keeps only the forking thread: the child counts it alone, or the first replacement there would wait
-    // for threads that do not exist.
-    pthread_atfork([] { data_lock().mutex.lock(); }, [] { data_lock().mutex.unlock(); },
-                   [] {
-                     DataLock& l = data_lock();
-                     l.computing = stretches > 0 ? 1 : 0;
-                     l.waiting = 0;
-                     l.replacing = replacing_here;
-                     l.mutex.unlock();
-                   });
+    // Note [Forking while other threads compute]
+    // fork() copies only the forking thread, and every lock as it was: a thread in the middle of an op may hold a
+    // tensor's autograd mutex, an allocator's or a primitive cache's, and the child would wait for it for ever at its
+    // first use of that tensor or cache. So the prepare handler first lets the stretches without the GIL that are
+    // running end (new ones wait, as for a replacement), then forks: no Strata op is in flight in the child. It waits
+    // at most kForkWait: an op may be waiting for the GIL, which the forking thread holds (a backward hook), and a
+    // fork from inside a stretch cannot wait for itself; then the fork goes ahead as before. The child counts only
+    // the forking thread, or the first replacement there would wait for threads that do not exist.
+    pthread_atfork(
+        [] {
+          DataLock& l = data_lock();
+          std::unique_lock hold(l.mutex);
+          if (stretches == 0) {
+            ++l.waiting;
+            l.changed.wait_for(hold, kForkWait, [&] { return l.computing == 0; });
+            --l.waiting;
+          }
+          hold.release();  // locked across the fork; the parent and child handlers unlock it
+        },
+        [] {
+          data_lock().mutex.unlock();
+          data_lock().changed.notify_all();  // stretches held back while the fork waited
+        },
+        [] {
+          DataLock& l = data_lock();
+          l.computing = stretches > 0 ? 1 : 0;
+          l.waiting = 0;
+          l.replacing = replacing_here;
+          // Threads that waited on the condition in the parent are not in the child, but glibc's condition
+          // variable still counts them and a broadcast could wait for them: a new one.
+          new (&l.changed) std::condition_variable();
+          l.mutex.unlock();
+        });
     return created;
   }();
   return *lock;
