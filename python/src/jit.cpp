@@ -58,10 +58,10 @@ jit::KernelArg to_kernel_arg(py::handle value, std::size_t i) {
 void register_jit(py::module_& m) {
   py::class_<jit::RawKernel>(m, "RawKernel", py::dynamic_attr(),
                              "A kernel in CUDA's dialect, compiled at its first launch on each device.")
-      .def(py::init([](std::string code, std::string name, std::vector<std::string> options) {
-             return jit::RawKernel(std::move(code), std::move(name), std::move(options));
+      .def(py::init([](std::string code, std::string name, std::vector<std::string> options, bool cache) {
+             return jit::RawKernel(std::move(code), std::move(name), std::move(options), cache);
            }),
-           py::arg("code"), py::arg("name"), py::arg("options") = std::vector<std::string>{})
+           py::arg("code"), py::arg("name"), py::arg("options") = std::vector<std::string>{}, py::arg("cache") = true)
       .def(
           "__call__",
           [](const jit::RawKernel& k, py::handle grid, py::handle block, py::handle args, int64_t shared_mem) {

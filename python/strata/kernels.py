@@ -8,7 +8,7 @@
     add(((n + 255) // 256,), (256,), (a, b, c, n))   # runs where a, b and c are
 
 Called as CuPy's RawKernel: grid, block, a tuple of arguments, and shared_mem for ``extern __shared__`` arrays.
-NumPy arrays are used in place (on the CPU)."""
+NumPy arrays are used in place (on the CPU). ``cache=False`` keeps the compiled module out of the disk cache."""
 
 import numpy as _np
 

@@ -233,6 +233,15 @@ def test_compiled_once_per_signature_and_the_disk_cache_serves_a_second_process(
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr + runs[1].stderr
     assert [r.stdout.strip() for r in runs] == ["1", "0"]
 
+    # cache=False: compiled in both processes, nothing added to the disk cache.
+    entries = sorted(os.listdir(own_cache))
+    script.write_text(script.read_text().replace("@strata.jit", "@strata.jit(cache=False)"))
+    runs = [subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240,
+                           env={**os.environ}) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr + runs[1].stderr
+    assert [r.stdout.strip() for r in runs] == ["1", "1"]
+    assert sorted(os.listdir(own_cache)) == entries
+
 
 @strata.jit
 def out_of_bounds(a, k):

@@ -169,6 +169,14 @@ def test_an_unwritable_cache_warns_once_and_compiles(monkeypatch):
     assert result.stderr.count("kernel cache is not used") == 1
 
 
+def test_a_kernel_with_cache_false_leaves_nothing_on_disk(own_cache):
+    add = strata.RawKernel(ADD, "add", cache=False)
+    a, c = strata.ones(4), strata.empty(4)
+    add((1,), (4,), (a, a, c, 4))
+    assert c.eq(2).all().item()
+    assert not own_cache.exists() or not os.listdir(own_cache)
+
+
 def test_compile_for_a_named_target_without_a_device():
     binary = strata.kernels.compile(ADD, "cpu")
     assert binary[:4] == b"\x7fELF"

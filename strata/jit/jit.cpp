@@ -321,10 +321,11 @@ void build_cpu(const CpuBuild& b, const std::filesystem::path& out, const std::s
 
 /// Loads the CPU module of a source, compiling it unless the cache has it.
 CpuModule cpu_module(const std::string& source, const SourceInfo& info, const std::vector<std::string>& options,
-                     const std::string& file_name) {
+                     const std::string& file_name, bool disk_cache) {
   const CpuBuild b = prepare_cpu(source, info, options, file_name);
   return detail::cached<CpuModule>(
-      b.key, ".so", [&](const std::filesystem::path& out) { build_cpu(b, out, file_name); }, open_cpu_module);
+      b.key, ".so", [&](const std::filesystem::path& out) { build_cpu(b, out, file_name); }, open_cpu_module,
+      disk_cache);
 }
 
 // ---- GPU modules, through the plugin's compiler ----
@@ -338,7 +339,8 @@ std::string gpu_key(const DeviceCompiler& compiler, DeviceType type, const std::
 }
 
 CompileResult gpu_binary(DeviceType type, const std::string& arch, const std::string& source,
-                         const std::vector<std::string>& options, const std::string& file_name, bool* from_cache) {
+                         const std::vector<std::string>& options, const std::string& file_name, bool* from_cache,
+                         bool disk_cache = true) {
   const DeviceCompiler& compiler = device_compiler(type);
   const std::string key = gpu_key(compiler, type, arch, source, options);
   CompileResult result;
@@ -354,7 +356,8 @@ CompileResult gpu_binary(DeviceType type, const std::string& arch, const std::st
         std::string bytes = read_file(path);
         if (bytes.empty()) return std::nullopt;
         return bytes;
-      });
+      },
+      disk_cache);
   if (from_cache != nullptr) *from_cache = cache_stats().hits > before.hits;
   return result;
 }
@@ -504,6 +507,7 @@ Compiled compile(const std::string& source, const Target& target, const std::vec
 struct RawKernel::State {
   std::string source, name, file_name;
   std::vector<std::string> options;
+  bool disk_cache = true;
   SourceInfo info;
   const KernelDecl* decl = nullptr;
   std::mutex mutex;
@@ -511,8 +515,9 @@ struct RawKernel::State {
   std::map<std::pair<int, int>, std::shared_ptr<LoadedModule>> gpu_modules;  // (device type, index)
 };
 
-RawKernel::RawKernel(std::string source, std::string name, std::vector<std::string> options)
+RawKernel::RawKernel(std::string source, std::string name, std::vector<std::string> options, bool disk_cache)
     : state_(std::make_shared<State>()) {
+  state_->disk_cache = disk_cache;
   state_->source = std::move(source);
   state_->name = std::move(name);
   state_->options = std::move(options);
@@ -535,7 +540,7 @@ void RawKernel::compile_for(Device device) const {
   std::lock_guard lock(s.mutex);
   if (device.is_cpu()) {
     if (s.cpu_entry != nullptr) return;
-    const CpuModule module = cpu_module(s.source, s.info, s.options, s.file_name);
+    const CpuModule module = cpu_module(s.source, s.info, s.options, s.file_name, s.disk_cache);
     s.cpu_entry = dlsym(module.handle, ("__strata_entry_" + s.name).c_str());
     STRATA_CHECK(s.cpu_entry != nullptr, CompileError, "jit: the compiled module has no entry for kernel '{}'", s.name);
     return;
@@ -545,13 +550,14 @@ void RawKernel::compile_for(Device device) const {
   if (slot) return;
   const DeviceCompiler& compiler = device_compiler(d.type());
   const std::string arch = compiler.device_arch(d.index());
-  const CompileResult binary = gpu_binary(d.type(), arch, s.source, s.options, s.file_name, nullptr);
+  const CompileResult binary = gpu_binary(d.type(), arch, s.source, s.options, s.file_name, nullptr, s.disk_cache);
   try {
     slot = compiler.load(d.index(), binary.binary);
   } catch (const BackendError&) {
     // A cached entry the driver refuses: remove it and compile once more.
     detail::discard(gpu_key(compiler, d.type(), arch, s.source, s.options), gpu_suffix(d.type()));
-    slot = compiler.load(d.index(), gpu_binary(d.type(), arch, s.source, s.options, s.file_name, nullptr).binary);
+    slot = compiler.load(d.index(),
+                         gpu_binary(d.type(), arch, s.source, s.options, s.file_name, nullptr, s.disk_cache).binary);
   }
 }
 

@@ -69,8 +69,9 @@ Compiled compile(const std::string& source, const Target& target, const std::vec
 class RawKernel {
  public:
   /// Scans the source and finds `name` in it (InvalidArgumentError listing the kernels otherwise); compiles
-  /// nothing yet.
-  RawKernel(std::string source, std::string name, std::vector<std::string> options = {});
+  /// nothing yet. With `disk_cache` false the compiled module is neither looked for in nor written to the disk
+  /// cache (it is still kept in memory by this kernel and its copies).
+  RawKernel(std::string source, std::string name, std::vector<std::string> options = {}, bool disk_cache = true);
 
   /// Launches grid x block threads with `shared_bytes` of dynamic shared memory per block, on the device of the
   /// tensor arguments (the CPU when there are none), on that device's current stream.

@@ -121,7 +121,8 @@ std::string sha256_hex(std::string_view text) {
 
 std::filesystem::path cached_path(const std::string& key, const std::string& suffix,
                                   const std::function<void(const std::filesystem::path&)>& build,
-                                  const std::function<bool(const std::filesystem::path&)>& valid, bool& temporary) {
+                                  const std::function<bool(const std::filesystem::path&)>& valid, bool& temporary,
+                                  bool use_disk) {
   const auto uncached = [&] {
     const std::filesystem::path path = unique_name(private_folder(), key, suffix);
     g_misses.fetch_add(1, std::memory_order_relaxed);
@@ -130,7 +131,7 @@ std::filesystem::path cached_path(const std::string& key, const std::string& suf
     return path;
   };
   temporary = false;
-  const std::filesystem::path folder = configured_folder();
+  const std::filesystem::path folder = use_disk ? configured_folder() : std::filesystem::path();
   if (folder.empty()) return uncached();
   const std::filesystem::path entry = folder / (key + suffix);
   const auto usable = [&] {

@@ -329,6 +329,17 @@ TEST_F(Jit, AnUnwritableCacheFolderCompilesWithoutTheCache) {
   EXPECT_EQ(values(c), std::vector<float>(4, 2.0f));
 }
 
+TEST_F(Jit, AKernelWithoutTheDiskCacheCompilesAndLeavesNoEntry) {
+  const jit::CacheStats before = jit::cache_stats();
+  RawKernel add(kAdd, "add", {}, /*disk_cache=*/false);
+  const Tensor a = ones({4}), b = ones({4});
+  Tensor c = empty({4});
+  add({1}, {4}, {a, b, c, 4});
+  EXPECT_EQ(values(c), std::vector<float>(4, 2.0f));
+  EXPECT_EQ(jit::cache_stats().misses - before.misses, 1);
+  EXPECT_TRUE(!std::filesystem::exists(folder_) || std::filesystem::is_empty(folder_));
+}
+
 TEST_F(Jit, TargetsParseAndUnknownOnesAreRefused) {
   EXPECT_EQ(jit::Target::parse("cuda:sm_90").arch, "sm_90");
   EXPECT_EQ(jit::Target::parse("hip:gfx90a").type, DeviceType::HIP);

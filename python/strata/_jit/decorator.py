@@ -112,7 +112,7 @@ class Dispatcher:
                     source, name = translate_kernel(info, list(types), kind, self.boundscheck)
                 except TranslationError as e:
                     raise _compile_error(info, e) from None
-                entry = (RawKernel(source, name), source)
+                entry = (RawKernel(source, name, cache=self.cache), source)
                 self._kernels[key] = entry
             return entry
 
@@ -179,9 +179,9 @@ class _Launch:
 
 def jit(fn=None, *, device=False, boundscheck=True, cache=True):
     """Compiles a Python function into a kernel (or, with device=True, a function kernels call), as Numba's cuda.jit.
-    boundscheck=False drops the asserts that check every array index. cache is accepted as Numba's is, but
-    changes nothing yet: compiled kernels are kept in memory per signature either way, and RawKernel's disk cache,
-    which has no per-kernel switch, serves them all (STRATA_KERNEL_CACHE=off turns it off for the process)."""
+    boundscheck=False drops the asserts that check every array index. Compiled kernels are kept in memory per
+    signature; cache=False keeps them out of the disk cache (RawKernel's), which otherwise spares a second process the
+    compile."""
     if fn is None:
         return lambda f: Dispatcher(f, device=device, boundscheck=boundscheck, cache=cache)
     if isinstance(fn, str) or isinstance(fn, (tuple, list)):
