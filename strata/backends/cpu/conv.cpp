@@ -33,8 +33,8 @@ namespace {
 struct ConvShape {
   int64_t n, c, h, w, o, kh, kw, oh, ow;
   ops::Conv2dParams p;
-  int64_t cg() const { return c / p.groups; }   // input channels per group
-  int64_t og() const { return o / p.groups; }   // output channels per group
+  int64_t cg() const { return c / p.groups; }  // input channels per group
+  int64_t og() const { return o / p.groups; }  // output channels per group
   int64_t k() const { return cg() * kh * kw; }  // rows of a group's im2col matrix
   int64_t spatial() const { return oh * ow; }
 };
@@ -43,8 +43,8 @@ ConvShape conv_shape(const TensorView& input, const TensorView& weight, const Te
                      const ops::Conv2dParams& p) {
   // A blocked input [N, C/b, H, W, b] has C/b blocks of b channels (the `_blocked` entries).
   const int64_t channels = input.dim() == 5 ? input.shape[1] * input.shape[4] : input.shape[1];
-  return {input.shape[0],  channels,        input.shape[2], input.shape[3], weight.shape[0],
-          weight.shape[2], weight.shape[3], out.shape[2],   out.shape[3],   p};
+  return {input.shape[0], channels, input.shape[2], input.shape[3], weight.shape[0], weight.shape[2],
+          weight.shape[3], out.shape[2],  out.shape[3],   p};
 }
 
 // --- im2col + GEMM: any dtype BLAS has, any parameters ---
@@ -168,8 +168,8 @@ void gemm_backward_data(const ConvShape& s, T* grad_in, const T* grad_out, const
                        s.spatial(), T(0), dxg, s.spatial());
           continue;
         }
-        blas_gemm<T>(true, false, s.k(), s.spatial(), s.og(), T(1), weight + g * s.og() * s.k(), s.k(), dy, s.spatial(),
-                     T(0), col.data(), s.spatial());
+        blas_gemm<T>(true, false, s.k(), s.spatial(), s.og(), T(1), weight + g * s.og() * s.k(), s.k(), dy,
+                     s.spatial(), T(0), col.data(), s.spatial());
         std::fill(dxg, dxg + s.cg() * s.h * s.w, T(0));
         col2im(s, col.data(), dxg);
       }
@@ -274,8 +274,9 @@ void gemm_backward_weight_transposed(const ConvShape& s, T* grad_weight, T* grad
 
 void check_blas_sizes(const char* op, const ConvShape& s) {
   constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
-  STRATA_CHECK(std::max({s.k(), s.spatial(), s.og()}) <= kMaxInt && s.k() * s.spatial() <= kMaxInt, NotImplementedError,
-               "{}: a convolution whose patch matrix is {} x {} is too large for the CPU path", op, s.k(), s.spatial());
+  STRATA_CHECK(std::max({s.k(), s.spatial(), s.og()}) <= kMaxInt && s.k() * s.spatial() <= kMaxInt,
+               NotImplementedError, "{}: a convolution whose patch matrix is {} x {} is too large for the CPU path",
+               op, s.k(), s.spatial());
 }
 
 #if STRATA_HAVE_DNNL
@@ -358,9 +359,9 @@ struct OneDnnConv {
   OneDnnConv(const ConvShape& s, bool with_bias, bool plain,
              dnnl::algorithm algorithm = dnnl::algorithm::convolution_direct)
       : src({s.n, s.c, s.h, s.w}, dt::f32, plain ? activation_tag(s.p.src_block) : tag::any),
-        weights(s.p.groups == 1 ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, dt::f32, plain ? tag::oihw : tag::any)
-                                : dnnl::memory::desc({s.p.groups, s.og(), s.cg(), s.kh, s.kw}, dt::f32,
-                                                     plain ? tag::goihw : tag::any)),
+        weights(s.p.groups == 1
+                    ? dnnl::memory::desc({s.o, s.c, s.kh, s.kw}, dt::f32, plain ? tag::oihw : tag::any)
+                    : dnnl::memory::desc({s.p.groups, s.og(), s.cg(), s.kh, s.kw}, dt::f32, plain ? tag::goihw : tag::any)),
         bias(with_bias ? dnnl::memory::desc({s.o}, dt::f32, tag::x) : dnnl::memory::desc()),
         dst({s.n, s.o, s.oh, s.ow}, dt::f32, plain ? activation_tag(s.p.dst_block) : tag::any),
         strides{s.p.stride_h, s.p.stride_w},
@@ -401,10 +402,16 @@ struct OneDnnConv {
             cpu_engine()};
   }
   dnnl::convolution_backward_data::primitive_desc backward_data() const {
-    return {{algorithm, src, weights, dst, strides, dilates, pad_l, pad_r}, attr(), cpu_engine(), forward(false)};
+    return {{algorithm, src, weights, dst, strides, dilates, pad_l, pad_r},
+            attr(),
+            cpu_engine(),
+            forward(false)};
   }
   dnnl::convolution_backward_weights::primitive_desc backward_weight() const {
-    return {{algorithm, src, weights, bias, dst, strides, dilates, pad_l, pad_r}, attr(), cpu_engine(), forward(false)};
+    return {{algorithm, src, weights, bias, dst, strides, dilates, pad_l, pad_r},
+            attr(),
+            cpu_engine(),
+            forward(false)};
   }
 };
 
@@ -468,27 +475,9 @@ CachedPass cached_pass(const ConvShape& s, Pass pass, bool with_bias) {
   // load either.
   const bool winograd = winograd_suits(s);
   const int threads = threads_for_work(pass == Pass::BackwardWeight || winograd);
-  const Key key{static_cast<int64_t>(pass),
-                s.n,
-                s.c,
-                s.h,
-                s.w,
-                s.o,
-                s.kh,
-                s.kw,
-                p.stride_h,
-                p.stride_w,
-                p.pad_h,
-                p.pad_w,
-                p.dilation_h,
-                p.dilation_w,
-                p.groups,
-                with_bias,
-                pass == Pass::Forward && p.relu,
-                winograd,
-                p.src_block,
-                p.dst_block,
-                threads};
+  const Key key{static_cast<int64_t>(pass), s.n, s.c, s.h, s.w, s.o, s.kh, s.kw, p.stride_h, p.stride_w, p.pad_h,
+                p.pad_w, p.dilation_h, p.dilation_w, p.groups, with_bias, pass == Pass::Forward && p.relu, winograd,
+                p.src_block, p.dst_block, threads};
   static std::mutex mutex;
   static std::map<Key, CachedPass> cache;
   [[maybe_unused]] static const bool held = (hold_across_fork(mutex), true);
@@ -596,7 +585,8 @@ class OneDnnCall {
 #endif
 
 [[noreturn]] void unsupported(const char* op, DType dtype) {
-  STRATA_THROW(DTypeError, "{}: {} convolutions are not supported on the CPU; convert with .to(DType::F32)", op, dtype);
+  STRATA_THROW(DTypeError, "{}: {} convolutions are not supported on the CPU; convert with .to(DType::F32)", op,
+               dtype);
 }
 
 void check_blocked_dtype(const ops::OpCall& call, const ops::Conv2dParams& p, DType dtype) {
@@ -672,8 +662,8 @@ void conv2d_backward_kernel(const ops::OpCall& call, const TensorView& grad_inpu
         ConvShape plain = s;
         plain.p.dst_block = 0;
         const float* dy = onednn.nchw(grad_output, s.p.dst_block, {s.n, s.o, s.oh, s.ow});
-        return (transposed ? gemm_backward_weight_transposed<float>
-                           : gemm_backward_weight<float>)(plain, dw, db, input.ptr<float>(), dy);
+        return (transposed ? gemm_backward_weight_transposed<float> : gemm_backward_weight<float>)(
+            plain, dw, db, input.ptr<float>(), dy);
       }
       Args args{{DNNL_ARG_SRC, &input}, {DNNL_ARG_DIFF_DST, &grad_output}, {DNNL_ARG_DIFF_WEIGHTS, &grad_weight}};
       if (with_bias) args.emplace_back(DNNL_ARG_DIFF_BIAS, &grad_bias);
