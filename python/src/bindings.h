@@ -111,9 +111,10 @@ inline ReleasedGil::~ReleasedGil() noexcept(false) {
 // swapped under a running kernel is a use-after-free, or an f64 kernel writing into f32 memory. So every stretch
 // without the GIL (Computing) holds one process-wide lock shared, and Python's set_data runs holding both the GIL
 // and that lock exclusively (replacing_data): each op sees a tensor wholly before or wholly after. Ops that keep the
-// GIL need nothing more. A waiting replacement goes first, so that threads computing in a loop cannot starve it.
-// Replacing data from inside a stretch on the same thread (a backward hook, a Dataset run by a loader's worker)
-// would wait for itself: it raises instead.
+// GIL need nothing more. A waiting replacement goes first, so that threads computing in a loop cannot starve it (for
+// at most 20 ms: the new stretch may be one an outer stretch waits for). Replacing data from inside a stretch on the
+// same thread (a backward hook, a Dataset run by a loader's worker) would wait for itself: it raises instead. os.fork()
+// waits for the stretches too (Note [Forking while other threads compute] in threads.cpp).
 
 /// The GIL released, and the lock of Note [Replacing a tensor's data while other threads compute] held shared
 /// (once per thread: stretches nest, as when a hook called by backward runs an op).
