@@ -344,7 +344,6 @@ CompileResult gpu_binary(DeviceType type, const std::string& arch, const std::st
   const DeviceCompiler& compiler = device_compiler(type);
   const std::string key = gpu_key(compiler, type, arch, source, options);
   CompileResult result;
-  const CacheStats before = cache_stats();
   result.binary = detail::cached<std::string>(
       key, gpu_suffix(type),
       [&](const std::filesystem::path& out) {
@@ -357,8 +356,7 @@ CompileResult gpu_binary(DeviceType type, const std::string& arch, const std::st
         if (bytes.empty()) return std::nullopt;
         return bytes;
       },
-      disk_cache);
-  if (from_cache != nullptr) *from_cache = cache_stats().hits > before.hits;
+      disk_cache, from_cache);
   return result;
 }
 
@@ -484,14 +482,13 @@ Compiled compile(const std::string& source, const Target& target, const std::vec
   Compiled out;
   if (target.type == DeviceType::CPU) {
     const CpuBuild b = prepare_cpu(source, info, options, "kernel.cu");
-    const CacheStats before = cache_stats();
     out.binary = detail::cached<std::string>(
         b.key, ".so", [&](const std::filesystem::path& path) { build_cpu(b, path, "kernel.cu"); },
         [](const std::filesystem::path& path) -> std::optional<std::string> {
           if (!open_cpu_module(path)) return std::nullopt;
           return read_file(path);
-        });
-    out.from_cache = cache_stats().hits > before.hits;
+        },
+        /*use_disk=*/true, &out.from_cache);
     return out;
   }
   STRATA_CHECK(!target.arch.empty(), InvalidArgumentError, "jit: target {} needs an architecture",

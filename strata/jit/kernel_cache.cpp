@@ -122,7 +122,7 @@ std::string sha256_hex(std::string_view text) {
 std::filesystem::path cached_path(const std::string& key, const std::string& suffix,
                                   const std::function<void(const std::filesystem::path&)>& build,
                                   const std::function<bool(const std::filesystem::path&)>& valid, bool& temporary,
-                                  bool use_disk) {
+                                  bool use_disk, bool* hit) {
   const auto uncached = [&] {
     const std::filesystem::path path = unique_name(private_folder(), key, suffix);
     g_misses.fetch_add(1, std::memory_order_relaxed);
@@ -131,6 +131,7 @@ std::filesystem::path cached_path(const std::string& key, const std::string& suf
     return path;
   };
   temporary = false;
+  if (hit != nullptr) *hit = false;
   const std::filesystem::path folder = use_disk ? configured_folder() : std::filesystem::path();
   if (folder.empty()) return uncached();
   const std::filesystem::path entry = folder / (key + suffix);
@@ -144,6 +145,7 @@ std::filesystem::path cached_path(const std::string& key, const std::string& suf
   };
   if (usable()) {
     g_hits.fetch_add(1, std::memory_order_relaxed);
+    if (hit != nullptr) *hit = true;
     return entry;
   }
   std::error_code ec;
@@ -159,6 +161,7 @@ std::filesystem::path cached_path(const std::string& key, const std::string& suf
   }
   if (usable()) {  // another process built it while we waited for the lock
     g_hits.fetch_add(1, std::memory_order_relaxed);
+    if (hit != nullptr) *hit = true;
     return entry;
   }
   const std::filesystem::path partial = unique_name(folder, key, suffix);

@@ -17,18 +17,19 @@ std::string sha256_hex(std::string_view text);
 /// unloadable one is removed), else build(path) writes it, under an flock that makes concurrent processes compile it
 /// once, and open(path) reads it back. With the cache off or unwritable, the entry is built in a private temporary
 /// folder and removed once opened, as it is with `use_disk` false (a kernel made with the disk cache off). `open`
-/// returns std::nullopt for an entry it cannot use.
+/// returns std::nullopt for an entry it cannot use. `*hit`, when given, says whether the entry came from the cache.
 template <typename T>
 T cached(const std::string& key, const std::string& suffix,
          const std::function<void(const std::filesystem::path&)>& build,
-         const std::function<std::optional<T>(const std::filesystem::path&)>& open, bool use_disk = true);
+         const std::function<std::optional<T>(const std::filesystem::path&)>& open, bool use_disk = true,
+         bool* hit = nullptr);
 
 /// The untyped core of cached(): returns the path of a valid entry, or of a temporary one (`temporary` set) that the
 /// caller removes after opening. `valid` is called on an existing entry and caches what it opened.
 std::filesystem::path cached_path(const std::string& key, const std::string& suffix,
                                   const std::function<void(const std::filesystem::path&)>& build,
                                   const std::function<bool(const std::filesystem::path&)>& valid, bool& temporary,
-                                  bool use_disk = true);
+                                  bool use_disk = true, bool* hit = nullptr);
 
 /// Removes an entry that loaded from disk but that the device then refused (the next compile rebuilds it).
 void discard(const std::string& key, const std::string& suffix);
@@ -39,7 +40,7 @@ void discard(const std::string& key, const std::string& suffix);
 template <typename T>
 T cached(const std::string& key, const std::string& suffix,
          const std::function<void(const std::filesystem::path&)>& build,
-         const std::function<std::optional<T>(const std::filesystem::path&)>& open, bool use_disk) {
+         const std::function<std::optional<T>(const std::filesystem::path&)>& open, bool use_disk, bool* hit) {
   std::optional<T> opened;
   bool temporary = false;
   const std::filesystem::path path = cached_path(
@@ -48,7 +49,7 @@ T cached(const std::string& key, const std::string& suffix,
         opened = open(p);
         return opened.has_value();
       },
-      temporary, use_disk);
+      temporary, use_disk, hit);
   if (!opened) opened = open(path);
   if (temporary) {
     std::error_code ignored;
