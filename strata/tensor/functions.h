@@ -4,6 +4,8 @@
 // in ops/ (devices, shapes, dtypes) and runs the implementation registered for the device type.
 
 #include <optional>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "strata/tensor/tensor.h"
@@ -29,6 +31,18 @@ Tensor tanh(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 Tensor relu(const Tensor& a);
 Tensor gelu(const Tensor& a);  // exact (erf) form
+/// GELU by PyTorch's name for its form: approximate "none" (exact, erf) or "tanh".
+Tensor gelu(const Tensor& a, std::string_view approximate);
+Tensor sin(const Tensor& a);
+Tensor cos(const Tensor& a);
+Tensor erf(const Tensor& a);
+/// `a` with `value` where the bool `mask` (broadcast with a) is true; a 0-dim tensor value may require grad.
+Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value);
+Tensor masked_fill(const Tensor& a, const Tensor& mask, const Tensor& value);
+/// The upper (triu) or lower (tril) triangle of the last two dims, the rest zero: element (i, j) is kept when
+/// j - i >= diagonal (triu) or j - i <= diagonal (tril).
+Tensor triu(const Tensor& a, int64_t diagonal = 0);
+Tensor tril(const Tensor& a, int64_t diagonal = 0);
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor eq(const Tensor& a, const Tensor& b);
@@ -48,6 +62,11 @@ Tensor& mul_(Tensor& self, const Tensor& other);
 Tensor& div_(Tensor& self, const Tensor& other);
 Tensor& relu_(Tensor& self);
 Tensor& clamp_(Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max);
+/// The mask must broadcast to self's shape.
+Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Scalar& value);
+Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Tensor& value);
+Tensor& triu_(Tensor& self, int64_t diagonal = 0);
+Tensor& tril_(Tensor& self, int64_t diagonal = 0);
 /// Python's base[index] = value: copies `value` into `view`, a view of `base`, and when autograd records it, makes
 /// base's history that of the write (Note [In-place ops and autograd]). Returns base.
 Tensor& assign_view(Tensor& base, Tensor view, const Tensor& value);
@@ -84,10 +103,28 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
 /// Returns a copy of `a` with src added at `index` along dim.
 Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor one_hot(const Tensor& labels, int64_t num_classes);
+/// The k largest (smallest unless `largest`) elements along dim and their indices, best first (`sorted` is accepted
+/// for PyTorch's signature; the values always come sorted). NaN counts as the largest value.
+std::tuple<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
+
+// --- sampling (tensor/random.cpp) ---
+class Generator;
+/// num_samples category indices (i64) drawn from each row of non-negative weights (1-D: one row; 2-D: a row
+/// each), with or without replacement, from `generator` (the weights' device's default generator when null).
+Tensor multinomial(const Tensor& weights, int64_t num_samples, bool replacement = false,
+                   Generator* generator = nullptr);
 
 // --- joining (tensor/views.cpp) ---
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+// --- splitting into views (tensor/views.cpp); gradients flow back through each part ---
+/// Parts of split_size along dim (the last one smaller when the size does not divide).
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim = 0);
+/// Parts of the given sizes along dim, which must add up to its size.
+std::vector<Tensor> split_with_sizes(const Tensor& a, const std::vector<int64_t>& split_sizes, int64_t dim = 0);
+/// At most `chunks` parts of ceil(size / chunks) along dim, as PyTorch's chunk.
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
 /// The shape both shapes broadcast to; throws ShapeError naming `op` and both shapes otherwise.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast");
 
