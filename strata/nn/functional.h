@@ -91,4 +91,5 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
 
 }  // namespace strata::nn::functional
 
+#include "strata/nn/attention.h"
 #include "strata/nn/functional_options.h"
