@@ -247,6 +247,20 @@ void register_functional(py::module_& f) {
   f.def(
       "embedding", [](const Tensor& i, const Tensor& w) { return F::embedding(i, w); }, py::arg("input"),
       py::arg("weight"));
+  // The fused attention, and the composed formula it is tested against (strata.nn.functional's wrapper).
+  for (const auto& [name, impl] : {std::pair{"scaled_dot_product_attention", F::AttentionImpl::kFused},
+                                   std::pair{"_scaled_dot_product_attention_composed", F::AttentionImpl::kComposed}}) {
+    const F::AttentionImpl which = impl;
+    f.def(
+        name,
+        [which](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> mask, double p, bool causal,
+                std::optional<double> scale) {
+          return without_gil(
+              [&] { return F::scaled_dot_product_attention(q, k, v, or_undefined(mask), p, causal, scale, which); });
+        },
+        py::arg("query"), py::arg("key"), py::arg("value"), py::arg("attn_mask") = py::none(),
+        py::arg("dropout_p") = 0.0, py::arg("is_causal") = false, py::arg("scale") = py::none());
+  }
   f.def(
       "cross_entropy",
       [](const Tensor& x, const Tensor& target, const std::string& reduction, double smoothing, int64_t ignore) {

@@ -5,6 +5,7 @@ import copy
 import math
 
 import strata
+from strata import _C
 from strata.nn import functional as F
 from strata.nn import init
 from strata.nn.layers import Dropout, LayerNorm, Linear
@@ -29,22 +30,19 @@ def _causal_mask(rows, cols, like):
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
-    """softmax(q k^T * scale + mask) v over the last two dims, PyTorch's reference formula."""
+    """softmax(q k^T * scale + mask) v over the last two dims, as PyTorch's (a True in a boolean attn_mask means
+    "takes part"), fused: no more than a block of the L x S scores is held at a time (strata/nn/attention.cpp)."""
     if enable_gqa:
         raise NotImplementedError("scaled_dot_product_attention: enable_gqa=True is not implemented; repeat the key "
                                   "and value heads with repeat_interleave instead")
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = query.matmul(key.transpose(-2, -1)) * scale
-    if is_causal:
-        if attn_mask is not None:
-            raise ValueError("scaled_dot_product_attention: pass attn_mask or is_causal, not both")
-        scores = scores + _causal_mask(query.shape[-2], key.shape[-2], query)
-    elif attn_mask is not None:
-        scores = scores + _additive_mask(attn_mask, query)
-    weights = strata.softmax(scores, -1)
-    if dropout_p > 0:
-        weights = F.dropout(weights, dropout_p, True)
-    return weights.matmul(value)
+    return _C.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+
+
+def _scaled_dot_product_attention_composed(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                           scale=None):
+    """The same from matmul, softmax and dropout: the reference that the tests hold the fused kernels to."""
+    return _C.nn.functional._scaled_dot_product_attention_composed(query, key, value, attn_mask, dropout_p,
+                                                                    is_causal, scale)
 
 
 class MultiheadAttention(Module):
@@ -87,6 +85,10 @@ class MultiheadAttention(Module):
         q = heads(F.linear(query, w_q, b_q), tgt_len)
         k = heads(F.linear(key, w_k, b_k), src_len)
         v = heads(F.linear(value, w_v, b_v), src_len)
+        if not need_weights:  # the fused attention, which never holds the [N * H, L, S] weights
+            out = self._fused_attention(q, k, v, attn_mask, key_padding_mask, is_causal, batch, tgt_len, src_len)
+            out = self.out_proj(out.transpose(0, 1).reshape(tgt_len, batch, embed))
+            return (out.squeeze(1) if unbatched else out.transpose(0, 1) if self.batch_first else out), None
         scores = q.matmul(k.transpose(1, 2)) / math.sqrt(self.head_dim)  # [N * H, L, S]
         mask = _causal_mask(tgt_len, src_len, q) if is_causal and attn_mask is None else _additive_mask(attn_mask, q)
         if mask is not None:
@@ -108,6 +110,26 @@ class MultiheadAttention(Module):
         weights = weights.reshape(batch, self.num_heads, tgt_len, src_len)
         weights = weights.mean(1) if average_attn_weights else weights
         return out, (weights.squeeze(0) if unbatched else weights)
+
+
+    def _fused_attention(self, q, k, v, attn_mask, key_padding_mask, is_causal, batch, tgt_len, src_len):
+        """softmax(q k^T / sqrt(d) + masks) v of q, k, v [N * H, L or S, d] -> [N * H, L, d]: the masks (True:
+        masked, MultiheadAttention's convention) made additive and merged into one that broadcasts over the heads
+        where it can."""
+        heads = self.num_heads
+        causal = is_causal and attn_mask is None
+        mask = _additive_mask(attn_mask, q)
+        if mask is not None and mask.dim() == 3:
+            mask = mask.reshape(batch, heads, tgt_len, src_len)
+        if key_padding_mask is not None:
+            padding = _additive_mask(key_padding_mask, q).reshape(batch, 1, 1, src_len)
+            if causal:
+                mask, causal = _causal_mask(tgt_len, src_len, q), False
+            mask = padding if mask is None else mask + padding
+        shape = lambda x, n: x.reshape(batch, heads, n, self.head_dim)  # noqa: E731
+        out = scaled_dot_product_attention(shape(q, tgt_len), shape(k, src_len), shape(v, src_len), mask,
+                                           self.dropout if self.training else 0.0, causal)
+        return out.reshape(batch * heads, tgt_len, self.head_dim)
 
 
 class TransformerEncoderLayer(Module):
