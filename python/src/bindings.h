@@ -190,5 +190,7 @@ void register_data(py::module_& m);
 void register_identity(py::module_& m);
 /// strata.RawKernel and the run-time compiler's functions (jit.cpp).
 void register_jit(py::module_& m);
+/// The TensorBoard event file writer (tensorboard.cpp).
+void register_tensorboard(py::module_& m);
 
 }  // namespace strata::python

@@ -228,5 +228,6 @@ PYBIND11_MODULE(_C, m) {
   register_data(m);
   register_identity(m);
   register_jit(m);
+  register_tensorboard(m);
   rewrite_argument_errors(m);
 }
