@@ -4,14 +4,9 @@
     x = strata.ones(2, 3, device="cuda")     # lives on the GPU when there is one
     y = (x + 1).cpu().numpy()                # an explicit, counted copy; numpy() shares the CPU tensor's memory
 """
-import os as _os
-
-# How long OpenMP's threads spin between regions, read by libgomp when it loads (Note [How long OpenMP spins] in
-# strata/runtime/parallel.cpp): set before NumPy or the extension can load it, unless the user chose.
-if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
-    _os.environ["GOMP_SPINCOUNT"] = "10000"
-
-import numpy as _np  # noqa: E402
+# Nothing here writes the process's environment: how long OpenMP's threads spin (GOMP_SPINCOUNT) is the user's to
+# set, before Python starts (Note [How long OpenMP spins] in strata/runtime/parallel.cpp; the README's variables).
+import numpy as _np
 
 from strata import _C
 

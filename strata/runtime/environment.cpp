@@ -8,6 +8,7 @@
 #include "strata/core/error.h"
 #include "strata/runtime/cpu_devices.h"
 #include "strata/runtime/kernel_assert.h"
+#include "strata/runtime/parallel.h"
 #include "strata/runtime/sync_debug.h"
 
 namespace strata {
@@ -46,6 +47,7 @@ void check_environment() {
   (void)cpu_device_count();
   (void)sync_debug_mode();
   (void)launch_blocking();
+  (void)thread_budget_follows_load();
   // STRATA_MEMORY_LIMIT is read as each device's allocator is created, the first CPU one among them.
 }
 

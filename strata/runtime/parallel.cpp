@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "strata/core/error.h"
+#include "strata/runtime/environment.h"
 
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
@@ -69,7 +70,6 @@ void set_num_threads(int n) {
   omp_set_num_threads(n);
 }
 
-
 // Note [Fewer threads while other processes hold the cores]
 // A region of T threads on cores that other busy processes also run is as slow as its most-delayed thread, and every
 // region pays that again; one thread waits for nobody. On a machine with one busy process per core, an epoch on both
@@ -93,6 +93,8 @@ void set_num_threads(int n) {
 // per region, which is what it needs. The system's load average would be simpler, but in a container it counts the
 // whole host. oneDNN takes the budget through OpenMP's count, which threads_for_work sets on the calling thread.
 // oneDNN fixes a primitive's threads when it is made, so the primitive caches are keyed by that count too.
+// STRATA_THREAD_BUDGET=off turns this off (thread_budget_follows_load): every region and oneDNN call then takes
+// num_threads(), as when the machine is idle, for a user who measures scaling or has the cores to themselves.
 namespace {
 
 constexpr int64_t kContentionSampleNs = 10'000'000;
@@ -131,7 +133,7 @@ int64_t steady_ns() {
 
 void sample_contention() {
   const int all = num_threads();
-  if (all <= 1 || g_budget_pinned.load(std::memory_order_relaxed)) return;
+  if (all <= 1 || g_budget_pinned.load(std::memory_order_relaxed) || !thread_budget_follows_load()) return;
   const int64_t now = steady_ns();
   if (now - t_sample.at < kContentionSampleNs) return;
   int64_t ran = 0, waited = 0;
@@ -179,6 +181,15 @@ void pin_thread_budget(int threads) {
 }
 
 }  // namespace detail
+
+bool thread_budget_follows_load() {
+  // Read once; a bad value throws here at every call, so every op that would sample says so.
+  static const bool follows = [] {
+    const auto value = environment_value("STRATA_THREAD_BUDGET");
+    return !value || environment_switch("STRATA_THREAD_BUDGET", *value);
+  }();
+  return follows;
+}
 
 int budget_of_threads() {
   const int all = num_threads(), budget = thread_budget().load(std::memory_order_relaxed);
@@ -247,12 +258,14 @@ int fair_share_of_threads() { return share_with(threads_in_regions().load()); }
 // (OMP_WAIT_POLICY=passive) makes every region pay a wake-up instead (the D2L exercise, 1000 small products, 4x
 // slower idle); GOMP_SPINCOUNT=10000 kept the idle figures and met the 3x target busy. libgomp reads both only when
 // it loads, before any code of libstrata runs (it is a dependency), and a library cannot change them afterwards:
-// a region of more threads than CPUs, kept open for good, does shorten every spin (libgomp throttles then), but it
+// libgomp exports no setter (its spin counts are hidden variables set from the environment by its constructor), a
+// region of more threads than CPUs, kept open for good, does shorten every spin (libgomp throttles then), but it
 // also cost the idle D2L exercise 5x, and a function in a program's .preinit_array runs before libc has set up the
-// environment it would write to. So libstrata leaves libgomp's setting alone: `import strata` sets
-// GOMP_SPINCOUNT=10000 before anything loads libgomp (unless the user chose); strata-train and strata-bench start
-// again with it set (restart_with_short_openmp_spin: an exec, a few milliseconds once); and for other C++ programs
-// the README says to set it, or to call that function first in main, on a machine shared with other work.
+// environment it would write to. So the environment is the only way, and it belongs to the user: neither
+// `import strata` nor Strata's tools write it or start again to change it (they did until 2026-11-27, which changed
+// the environment of every process a program then started, and ran each tool twice). The README's table of
+// variables gives the measured effect and says to set GOMP_SPINCOUNT=10000 on a machine shared with other work;
+// a C++ program that wants it without the user's help calls restart_with_short_openmp_spin first in main.
 
 // Note [Chunks that the caller claims too]
 // parallel_for runs on a pool of our own, not in an OpenMP region. When the process does not get every core (other

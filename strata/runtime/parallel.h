@@ -20,7 +20,8 @@ int num_threads();
 void set_num_threads(int n);
 
 /// The threads that work started now may take: num_threads(), or fewer while other busy threads keep the cores
-/// (Note [Fewer threads while other processes hold the cores] in parallel.cpp).
+/// (Note [Fewer threads while other processes hold the cores] in parallel.cpp); always num_threads() with
+/// STRATA_THREAD_BUDGET=off.
 int budget_of_threads();
 
 /// For work on OpenMP's threads (oneDNN), before it starts: samples how crowded the cores are (at most every few
@@ -56,10 +57,15 @@ int next_thread_budget(int all, int budget, double waited);
 void pin_thread_budget(int threads);
 }  // namespace detail
 
-/// For a program's main(), before anything else: when neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY is set, sets
-/// GOMP_SPINCOUNT=10000 and executes the program again (/proc/self/exe with the same argv), since libgomp reads it
-/// only when it loads (Note [How long OpenMP spins] in parallel.cpp). Returns when either is set already, or when
-/// the exec fails, which leaves the program running with libgomp's default.
+/// Whether the budget follows the machine's load: STRATA_THREAD_BUDGET, a switch read once, on when unset; off
+/// keeps every region and oneDNN call at num_threads() whatever the load. A value that is not a switch throws
+/// InvalidArgumentError naming the variable and what it accepts (Note [Strata's environment variables]).
+bool thread_budget_follows_load();
+
+/// Opt-in, for a program's main() before anything else (no tool of Strata's calls it): when neither GOMP_SPINCOUNT
+/// nor OMP_WAIT_POLICY is set, sets GOMP_SPINCOUNT=10000 and executes the program again (/proc/self/exe with the
+/// same argv), since libgomp reads it only when it loads (Note [How long OpenMP spins] in parallel.cpp). Returns
+/// when either is set already, or when the exec fails, which leaves the program running with libgomp's default.
 void restart_with_short_openmp_spin(char** argv);
 
 }  // namespace strata

@@ -12,7 +12,6 @@
 #include "strata/data/idx.h"
 #include "strata/runtime/cpu_devices.h"
 #include "strata/runtime/cuda.h"
-#include "strata/runtime/parallel.h"
 #include "suite.h"
 #include "tools/tool_output.h"
 
@@ -27,7 +26,6 @@ std::string executable_dir(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  strata::restart_with_short_openmp_spin(argv);
   using namespace strata::bench;
   std::string names_help = "workloads to run, comma-separated (default: all):";
   for (const Workload& w : workloads()) names_help += " " + w.name;
