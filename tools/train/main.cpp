@@ -18,7 +18,7 @@
 #include "strata/core/error.h"
 #include "strata/data/fashion_mnist.h"
 #include "strata/runtime/cuda.h"
-#include "strata/runtime/parallel.h"
+#include "progress.h"
 #include "tools/tool_output.h"
 #include "trainer.h"
 
@@ -31,31 +31,6 @@ std::shared_ptr<data::TensorDataset> subset(const data::FashionMnist& set, int64
   const int64_t n = limit > 0 ? std::min(limit, set.size()) : set.size();
   return std::make_shared<data::TensorDataset>(set.images().narrow(0, 0, n), set.labels().narrow(0, 0, n));
 }
-
-// One line redrawn in place: "epoch 2/3 [######......]  412/938  5210 img/s  ETA 9s".
-class ProgressBar {
- public:
-  ProgressBar(int64_t epoch, int64_t epochs, int64_t batch_size)
-      : epoch_(epoch), epochs_(epochs), batch_size_(batch_size), start_(std::chrono::steady_clock::now()) {}
-  void operator()(int64_t step, int64_t steps) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (step != steps && elapsed - last_ < 0.1) return;
-    last_ = elapsed;
-    constexpr int kWidth = 30;
-    const int filled = static_cast<int>(kWidth * step / steps);
-    const double rate = static_cast<double>(step * batch_size_) / std::max(elapsed, 1e-9);
-    const double eta = elapsed / static_cast<double>(step) * static_cast<double>(steps - step);
-    fmt::print("\repoch {}/{} [{:#<{}}{:.<{}}] {:>5}/{}  {:>6.0f} img/s  ETA {:>4.0f}s", epoch_, epochs_, "", filled,
-               "", kWidth - filled, step, steps, rate, eta);
-    if (step == steps) fmt::print("\r{:<100}\r", "");
-    std::fflush(stdout);
-  }
-
- private:
-  int64_t epoch_, epochs_, batch_size_;
-  std::chrono::steady_clock::time_point start_;
-  double last_ = -1;
-};
 
 // Option checks that say what is wanted: CLI11's PositiveNumber prints its range as 300-digit numbers, lets NaN
 // through, and CLI11 itself wraps "-1" into an unsigned option or clamps a number too large for it.
@@ -175,7 +150,6 @@ nlohmann::json to_json(const train::EpochReport& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  strata::restart_with_short_openmp_spin(argv);
   start_stop_signal_thread();  // before any other thread starts (Note [A clean stop on SIGINT and SIGTERM])
   CLI::App app{"strata-train: trains the reference CNN on Fashion-MNIST"};
   train::TrainOptions options;
@@ -231,7 +205,11 @@ int main(int argc, char** argv) {
     const data::FashionMnist test_split(data_dir, data::Split::Test);
     train::Trainer trainer(options, subset(train_split, train_images), subset(test_split, test_images));
     const StopTarget stop_target(trainer);
-    const bool terminal = speaks && !json && isatty(STDOUT_FILENO) != 0;
+    // Note [Progress under an MPI launcher]
+    const tools::ProgressStyle style =
+        speaks && !json
+            ? tools::progress_style(isatty(STDOUT_FILENO) != 0, tools::launched_by_mpi() || world.size() > 1)
+            : tools::ProgressStyle::None;
     if (speaks && !json) {
       fmt::print("strata-train: {} recipe on {}, {} training and {} test images, batch {}, {} epochs\n", recipe,
                  options.device, std::min(train_images > 0 ? train_images : train_split.size(), train_split.size()),
@@ -250,11 +228,22 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
 
-    std::unique_ptr<ProgressBar> bar;
+    std::unique_ptr<tools::ProgressBar> bar;
+    const auto seconds = [] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    };
     auto on_step = [&](int64_t step, int64_t steps) {
-      if (!terminal) return;
-      if (step == 1) bar = std::make_unique<ProgressBar>(trainer.epochs_done() + 1, options.epochs, options.batch_size);
-      (*bar)(step, steps);
+      if (style == tools::ProgressStyle::None) return;
+      // A new bar at an epoch's first step reported: 1, or where a resumed epoch goes on.
+      if (!bar || bar->epoch() != trainer.epochs_done() + 1) {
+        bar = std::make_unique<tools::ProgressBar>(style, trainer.epochs_done() + 1, options.epochs, options.batch_size,
+                                                   step, seconds());
+      }
+      const std::string frame = bar->frame(step, steps, seconds());
+      if (!frame.empty()) {
+        std::fputs(frame.c_str(), stdout);
+        std::fflush(stdout);
+      }
     };
     auto on_epoch = [&](const train::EpochReport& r) {
       if (json || !speaks) return;
@@ -267,7 +256,7 @@ int main(int argc, char** argv) {
     };
     const std::vector<train::EpochReport> reports = trainer.run(on_step, on_epoch);
     if (trainer.stopped()) {
-      if (terminal && bar) fmt::print("\r{:<100}\r", "");
+      if (bar) std::fputs(bar->clear().c_str(), stdout);
       std::fflush(stdout);
       const int signal = StopTarget::signal();
       const std::string where =
