@@ -250,6 +250,26 @@ def out_of_bounds(a, k):
 
 
 @strata.jit
+def reads_out_of_bounds(a, c, k):
+    i = strata.grid(1)
+    if i < c.size:
+        c[i] = a[i + k] + 1
+
+
+@strata.jit
+def out_of_bounds_2d(c, k):
+    i, j = strata.grid(2)
+    c[i, j + k] = 1
+
+
+@strata.jit
+def out_of_bounds_in_a_loop(a, k):
+    i = strata.grid(1)
+    for m in range(2):
+        a[i + k * m] += 1.0
+
+
+@strata.jit
 def checked(a):
     i = strata.grid(1)
     assert a[i] >= 0
@@ -259,15 +279,82 @@ def test_a_bad_index_and_a_failed_assert_name_the_python_line():
     a = np.zeros(8, np.float32)
     out_of_bounds[1, 8](a, 0)
     line = line_of(out_of_bounds.py_func, "a[i + k] = 1.0")
-    with pytest.raises(strata.DeviceAssertError, match=rf"{HERE}:{line}.*a\[i \+ k\]: index 0 out of bounds"):
+    # Thread 5 is the first with i + 3 >= 8.
+    with pytest.raises(strata.DeviceAssertError,
+                       match=rf"{HERE}:{line}.*a\[i \+ k\]: index out of bounds.* thread \(5, 0, 0\)"):
         out_of_bounds[1, 8](a, 3)
-    with pytest.raises(strata.DeviceAssertError, match=rf"{HERE}:{line}"):
+    with pytest.raises(strata.DeviceAssertError, match=rf"{HERE}:{line}.* thread \(0, 0, 0\)"):
         out_of_bounds[1, 8](a, -1)  # no wrap-around: negative indices are out of bounds
     b = np.ones(4)
     checked[1, 4](b)
     b[2] = -1
     with pytest.raises(strata.DeviceAssertError, match=rf"{HERE}:{line_of(checked.py_func, 'assert a[i]')}"):
         checked[1, 4](b)
+
+
+def test_a_bad_index_never_touches_memory_outside_the_array():
+    # A kernel without loops checks its indices without ending the thread (Note [Checked indices that vectorise]):
+    # the bad accesses are skipped, the launch raises, and the memory around the array is as it was.
+    buffer = np.full(24, 7.0, np.float32)
+    a = buffer[8:16]
+    with pytest.raises(strata.DeviceAssertError, match=r"a\[i \+ k\]: index out of bounds.* thread \(5, 0, 0\)"):
+        out_of_bounds[1, 8](a, 3)
+    assert (buffer[:8] == 7).all() and (buffer[16:] == 7).all()
+    assert (a[3:] == 1).all()  # the threads in bounds wrote
+    with pytest.raises(strata.DeviceAssertError, match=r" thread \(0, 0, 0\)"):
+        out_of_bounds[1, 8](buffer[8:16], -4)
+    assert (buffer[:8] == 7).all()
+
+    source = np.arange(8, dtype=np.float32)
+    c = np.zeros(8, np.float32)
+    line = line_of(reads_out_of_bounds.py_func, "c[i] = a[i + k] + 1")
+    with pytest.raises(strata.DeviceAssertError, match=rf"{HERE}:{line}.*a\[i \+ k\]: index out of bounds"):
+        reads_out_of_bounds[1, 8](source, c, 2)
+    np.testing.assert_array_equal(c[:6], source[2:] + 1)
+
+    # An index past its own dimension is refused even where the flat offset falls inside the array.
+    grid = np.zeros((4, 4), np.int32)
+    with pytest.raises(strata.DeviceAssertError, match=r"c\[i, j \+ k\]: index out of bounds.* thread \(0, 3, 0\)"):
+        out_of_bounds_2d[(1, 1), (4, 4)](grid, 1)
+    assert grid[:, 1:].sum() == 12 and grid[:, 0].sum() == 0
+
+    # A kernel with a loop ends the thread at the assert, on the first iteration that fails.
+    looped = np.zeros(8, np.float32)
+    line = line_of(out_of_bounds_in_a_loop.py_func, "a[i + k * m] += 1.0")
+    with pytest.raises(strata.DeviceAssertError, match=rf"{HERE}:{line}.*index 0 out of bounds"):
+        out_of_bounds_in_a_loop[1, 8](looped, 4)
+    assert "STRATA_CHECK_SITES" not in out_of_bounds_in_a_loop.inspect_source(("f32[:]", "i64"))
+    assert "STRATA_CHECK_SITES" in out_of_bounds.inspect_source(("f32[:]", "i64"))
+    # On a GPU every index is an assert.
+    assert "STRATA_CHECK_SITES" not in out_of_bounds.inspect_source(("f32[:]", "i64"), device="cuda")
+
+
+@strata.jit
+def claims_slots(counter, out):
+    i = strata.grid(1)
+    if i < out.size:
+        out[strata.atomic.add(counter, 0, 1)] = i + 1
+
+
+@strata.jit
+def counts_in_a_chained_comparison(counter, hits):
+    i = strata.grid(1)
+    if 0 <= strata.atomic.add(counter, 0, 1) < hits.size:
+        hits[i] = 1
+
+
+def test_an_index_or_comparison_with_an_atomic_evaluates_it_once():
+    counter = np.zeros(1, np.int64)
+    out = np.zeros(8, np.int64)
+    claims_slots[1, 8](counter, out)
+    assert counter[0] == 8
+    assert sorted(out) == list(range(1, 9))
+    counter[0] = 0
+    hits = np.zeros(8, np.int64)
+    counts_in_a_chained_comparison[1, 8](counter, hits)
+    assert counter[0] == 8 and hits.sum() == 8
+    for device in ("cuda", "hip"):  # the GPU source evaluates it once too (the compile test compiles such source)
+        assert claims_slots.inspect_source(("i64[:]", "i64[:]"), device=device).count("atomicAdd") == 1
 
 
 def compile_error(fn, args, construct):
@@ -368,7 +455,9 @@ def test_the_generated_source_compiles_for_nvidia_and_amd_gpus():
     # No GPU is needed to compile (NVRTC, hiprtc); a build without the GPU plugins skips.
     for target in ("cuda:sm_90", "hip:gfx90a"):
         for kernel, signature in ((arith_kernel, ("f64[:]", "f64[:, :]", "i32[:]")),
-                                  (block_stats, ("f32[:]", "f32[:]", "i64[:]", "f32[:]", "i32[:, :]"))):
+                                  (block_stats, ("f32[:]", "f32[:]", "i64[:]", "f32[:]", "i32[:, :]")),
+                                  (claims_slots, ("i64[:]", "i64[:]")),
+                                  (counts_in_a_chained_comparison, ("i64[:]", "i64[:]"))):
             source = kernel.inspect_source(signature, device=target.split(":")[0])
             try:
                 binary = strata.kernels.compile(source, target)

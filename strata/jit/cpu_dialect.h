@@ -25,6 +25,8 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iterator>
+#include <limits>
 #include <new>
 #include <string>
 #include <tuple>
@@ -61,7 +63,12 @@ struct ThreadState {
   Dim3 thread_idx, block_idx, block_dim, grid_dim;
   void* dynamic_shared = nullptr;
   Launch* launch = nullptr;
+  // The block's first failed checked index (Note [Checked indices that vectorise]): thread << 6 | site, the least
+  // over the block's threads; kNoFailedCheck when none failed.
+  mutable std::uint32_t failed_check = std::numeric_limits<std::uint32_t>::max();
 };
+
+inline constexpr std::uint32_t kNoFailedCheck = std::numeric_limits<std::uint32_t>::max();
 
 /// Thrown by a failed assert to end the launch; the entry point catches it.
 struct KernelAbort {};
@@ -90,6 +97,76 @@ inline Dim3 unflatten(std::int64_t i, Dim3 extent) {
           static_cast<unsigned>(i / (static_cast<std::int64_t>(extent.x) * extent.y))};
 }
 
+// Note [Checked indices that vectorise]
+// An assert that fails ends its thread (it throws KernelAbort), and a loop whose body may leave it is not vectorised:
+// strata.jit's vector add with every index asserted ran at 0.6x the unchecked one. So a generator that knows its
+// kernel always reaches its end (strata.jit's, for a kernel without loops or calls: straight-line code) may check an
+// index with checked_load / checked_store instead. An index out of range reads 0 and skips the store, so memory
+// outside the array is never touched; the thread goes on to its end, and the failure is kept as the least of
+// thread << 6 | site over the block's threads. Three things keep the loop over threads vectorised (each was seen to
+// stop it): the address stays the plain affine offset with the check as the load's or store's mask (a select on the
+// offset hid it from the alias checks); the least is a 32-bit min-reduction into a local of the innermost loop (a
+// 64-bit one halved the vector width; a field carried through the outer loops was not taken as a reduction); 0 <= i
+// < n is one unsigned comparison. After the block, the runner reports the first failing thread and its first
+// failing site as a failed assert with the site's line and text (CheckSites): the launch raises as with an assert,
+// after the rest of the failing block ran with its bad accesses skipped.
+
+/// A site of checked_load / checked_store in a kernel: where it is and what it checks. STRATA_CHECK_SITES lists a kernel's.
+struct CheckSite {
+  int line;
+  const char* text;
+};
+
+/// A kernel's check sites; none unless STRATA_CHECK_SITES(kernel, ...) specialises it.
+template <auto Kernel>
+struct CheckSites {
+  static constexpr std::size_t count = 0;
+  static constexpr const CheckSite* list = nullptr;
+};
+
+/// Whether an index (i0, i1, ...) is inside an array of extents (n0, n1, ...), given as i0, n0, i1, n1, ...; its
+/// flat offset in `offset` either way. A failure is kept in the thread's failed_check with this site: the index of
+/// the check in the kernel's CheckSites, below 64.
+template <unsigned Site, typename... IndexThenExtent>
+inline bool check_index(const ThreadState& s, long long& offset, IndexThenExtent... index_then_extent) {
+  static_assert(Site < 64 && sizeof...(IndexThenExtent) % 2 == 0);
+  const long long v[] = {static_cast<long long>(index_then_extent)...};
+  bool ok = true;
+  offset = 0;
+  for (std::size_t k = 0; k < sizeof...(IndexThenExtent); k += 2) {
+    // 0 <= i < n as one unsigned comparison (an extent is never negative): half the vector compares.
+    ok = ok & (static_cast<unsigned long long>(v[k]) < static_cast<unsigned long long>(v[k + 1]));
+    offset = offset * v[k + 1] + v[k];
+  }
+  const std::uint32_t thread = s.thread_idx.x + s.block_dim.x * (s.thread_idx.y + s.block_dim.y * s.thread_idx.z);
+  s.failed_check = std::min(s.failed_check, ok ? kNoFailedCheck : thread << 6 | Site);
+  return ok;
+}
+
+/// p[index], or 0 when the index is out of range. The address stays the plain (affine) offset, under the check as a
+/// mask: a select on the offset would hide it from the vectoriser's alias checks.
+template <unsigned Site, typename T, typename... IndexThenExtent>
+inline T checked_load(const ThreadState& s, const T* p, IndexThenExtent... index_then_extent) {
+  long long offset;
+  return check_index<Site>(s, offset, index_then_extent...) ? p[offset] : T(0);
+}
+
+/// p[index] = value, skipped when the index is out of range.
+template <unsigned Site, typename T, typename... IndexThenExtent>
+inline void checked_store(const ThreadState& s, T* p, T value, IndexThenExtent... index_then_extent) {
+  long long offset;
+  if (check_index<Site>(s, offset, index_then_extent...)) p[offset] = value;
+}
+
+/// Reports a block's first failed check as a failed assert of that site.
+inline void report_failed_check(Launch& launch, const CheckSite* sites, std::uint32_t failed, Dim3 block_idx) {
+  ThreadState where;
+  where.block_idx = block_idx;
+  where.thread_idx = unflatten(static_cast<std::int64_t>(failed >> 6), launch.block);
+  const CheckSite& site = sites[failed & 63];
+  record_failure(launch, site.line, site.text, where);
+}
+
 template <typename P>
 using Value = std::remove_cv_t<std::remove_reference_t<P>>;
 
@@ -113,18 +190,29 @@ void run_loops(Launch& launch, void* const* args, std::int64_t begin, std::int64
                void (*)(const ThreadState&, P...), std::index_sequence<I...>) {
   const std::tuple<Value<P>...> values{*static_cast<Value<P>*>(args[I])...};
   ThreadState idx = ::__strata_idx;
+  idx.failed_check = kNoFailedCheck;
   const Dim3 block = launch.block;
   for (std::int64_t b = begin; b < end && !launch_failed(launch); ++b) {
     idx.block_idx = unflatten(b, launch.grid);
     if constexpr (SyncGlobal) ::__strata_idx.block_idx = idx.block_idx;
     for (unsigned z = 0; z < block.z; ++z) {
       for (unsigned y = 0; y < block.y; ++y) {
+        // A row's failures in a local of the loop, which the vectoriser takes as a min-reduction (Note [Checked
+        // indices that vectorise]); a field carried through the outer loops is not.
+        std::uint32_t row_failed = kNoFailedCheck;
         for (unsigned x = 0; x < block.x; ++x) {
-          idx.thread_idx = {x, y, z};
-          if constexpr (SyncGlobal) ::__strata_idx.thread_idx = idx.thread_idx;
-          Kernel(idx, std::get<I>(values)...);
+          ThreadState thread = idx;
+          thread.thread_idx = {x, y, z};
+          if constexpr (SyncGlobal) ::__strata_idx.thread_idx = thread.thread_idx;
+          Kernel(thread, std::get<I>(values)...);
+          row_failed = std::min(row_failed, thread.failed_check);
         }
+        idx.failed_check = std::min(idx.failed_check, row_failed);
       }
+    }
+    if constexpr (CheckSites<Kernel>::count != 0) {
+      if (idx.failed_check != kNoFailedCheck)
+        return report_failed_check(launch, CheckSites<Kernel>::list, idx.failed_check, idx.block_idx);
     }
   }
 }
@@ -136,9 +224,15 @@ void run_coroutines(Launch& launch, void* const* args, std::int64_t begin, std::
   const std::int64_t threads = static_cast<std::int64_t>(launch.block.x) * launch.block.y * launch.block.z;
   for (std::int64_t b = begin; b < end && !launch_failed(launch); ++b) {
     ::__strata_idx.block_idx = unflatten(b, launch.grid);
+    ::__strata_idx.failed_check = kNoFailedCheck;
     kernels::run_block(
         threads, [&](std::int64_t) { return Kernel(*static_cast<Value<P>*>(args[I])...); },
         [&](std::int64_t t) { ::__strata_idx.thread_idx = unflatten(t, launch.block); });
+    if constexpr (CheckSites<Kernel>::count != 0) {
+      const std::uint32_t failed = ::__strata_idx.failed_check;
+      if (failed != kNoFailedCheck)
+        return report_failed_check(launch, CheckSites<Kernel>::list, failed, ::__strata_idx.block_idx);
+    }
   }
 }
 
@@ -206,6 +300,15 @@ using uint3 = ::strata::jit::cpu::Dim3;
 #define __threadfence() std::atomic_thread_fence(std::memory_order_seq_cst)
 #define __threadfence_block() std::atomic_thread_fence(std::memory_order_seq_cst)
 #define __threadfence_system() std::atomic_thread_fence(std::memory_order_seq_cst)
+
+// A kernel's check sites (Note [Checked indices that vectorise]), after the kernel: STRATA_CHECK_SITES(name, {line,
+// "text"}, ...), in the order of their Site.
+#define STRATA_CHECK_SITES(kernel, ...)                                    \
+  template <>                                                              \
+  struct strata::jit::cpu::CheckSites<&kernel> {                           \
+    static constexpr ::strata::jit::cpu::CheckSite list[] = {__VA_ARGS__}; \
+    static constexpr std::size_t count = std::size(list);                  \
+  };
 
 #undef assert
 #define assert(condition) \

@@ -95,10 +95,11 @@ class TranslationError(Exception):
 class Val:
     """A translated expression: C++ text and its type (a scalar name, an ArrayType, or 'tuple' with `items`)."""
 
-    def __init__(self, code, type_, items=None, shape=None, array=None):
+    def __init__(self, code, type_, items=None, shape=None, array=None, checked=None):
         self.code, self.type, self.items = code, type_, items
         self.shape = shape  # arrays: the C++ expressions of the extents
         self.array = array  # arrays: the name that the extents belong to (for error messages)
+        self.checked = checked  # an element whose index is checked without ending the thread: (base, site, index)
 
 
 class Module:
@@ -189,6 +190,13 @@ class FunctionTranslator:
         self.written = set()  # array arguments written through
         self.uses_barrier = False
         self.temp = 0
+        # Side effects emitted so far (atomics, calls): an index with one is evaluated once (subscript).
+        self.effects = 0
+        # Loops or device calls seen; a kernel with neither always reaches its end, so on the CPU its indices are
+        # checked without ending the thread (Note [Checked indices that vectorise] in jit/cpu_dialect.h).
+        self.loops_or_calls = False
+        self.straight_line = False  # set by translate_kernel from a first pass
+        self.check_sites = []  # (line, text) of each checked_load / checked_store site, in Site order
 
     # ---- errors and names ----
     def error(self, node, message):
@@ -219,11 +227,13 @@ class FunctionTranslator:
         for _ in range(30):
             before = (dict(self.locals), self.return_type)
             self.temp = 0
+            self.check_sites = []
             self.block(node.body, 1)
             if (dict(self.locals), self.return_type) == before:
                 break
         self.final = True
         self.temp = 0
+        self.check_sites = []
         self.written = set()
         body = self.block(node.body, 1)
         return self.assemble(body)
@@ -264,6 +274,9 @@ class FunctionTranslator:
         if not self.kernel and self.return_type is not None:
             out.append(f"  return ({C_TYPES[self.return_type]})0;")
         out.append("}")
+        if self.check_sites:
+            sites = ", ".join(f'{{{line}, "{text}"}}' for line, text in self.check_sites)
+            out.append(f"STRATA_CHECK_SITES({self.c_name}, {sites})")
         return "\n".join(out)
 
     # ---- statements ----
@@ -284,6 +297,10 @@ class FunctionTranslator:
         lines = method(node, depth)
         if not lines:
             return []
+        # The statement's own code (all of it before a nested statement's #line) goes on one line, the directive's,
+        # so that every assert in it reports the Python line (__LINE__).
+        nested = next((k for k, ln in enumerate(lines) if ln.startswith("#line")), len(lines))
+        lines = [" ".join(ln.strip() for ln in lines[:nested])] + lines[nested:]
         return [self.line_directive(node)] + [pad + ln if not ln.startswith("#line") else ln for ln in lines]
 
     def stmt_Pass(self, node, depth):
@@ -340,6 +357,11 @@ class FunctionTranslator:
                 self.error(node, "assigning to a part of a tuple or an array that is not one element")
             if v.type == "tuple" or isinstance(v.type, ArrayType):
                 self.error(node, "assigning a tuple or an array to an array element")
+            if ref.checked:
+                # The value first, as Python evaluates it; a failed check skips the store.
+                (base, site, index), value = ref.checked, self.new_temp()
+                return ["{", f"  const {C_TYPES[ref.type]} {value} = {_cast(v, ref.type)};",
+                        f"  ::strata::jit::cpu::checked_store<{site}>(__strata_idx, {base}, {value}, {index});", "}"]
             return [f"{ref.code} = {_cast(v, ref.type)};"]
         if isinstance(target, (ast.Tuple, ast.List)):
             if v.type != "tuple":
@@ -368,6 +390,12 @@ class FunctionTranslator:
             if not isinstance(ref.type, str) or ref.type == "tuple":
                 self.error(node, "augmented assignment to something that is not a number")
             t = self.new_temp()
+            if ref.checked:
+                # The index has no side effect (or it would be asserted), so the store may evaluate it again.
+                base, site, index = ref.checked
+                v = self.binop(Val(t, ref.type), node.op, self.expr(node.value), node)
+                return ["{", f"  {C_TYPES[ref.type]} {t} = {ref.code};", f"  {t} = {_cast(v, ref.type)};",
+                        f"  ::strata::jit::cpu::checked_store<{site}>(__strata_idx, {base}, {t}, {index});", "}"]
             v = self.binop(Val(t, ref.type), node.op, self.expr(node.value), node)
             return ["{", f"  {C_TYPES[ref.type]}& {t} = {ref.code};", f"  {t} = {_cast(v, ref.type)};", "}"]
         self.error(node, f"augmented assignment to {_describe(target)}")
@@ -381,12 +409,14 @@ class FunctionTranslator:
         return out
 
     def stmt_While(self, node, depth):
+        self.loops_or_calls = True
         if node.orelse:
             self.error(node, "while ... else is not supported")
         test = self.condition(node.test)
         return [f"while ({test}) {{"] + self.block(node.body, 1) + ["}"]
 
     def stmt_For(self, node, depth):
+        self.loops_or_calls = True
         if node.orelse:
             self.error(node, "for ... else is not supported")
         it = node.iter
@@ -594,7 +624,11 @@ class FunctionTranslator:
     def expr_Subscript(self, node):
         return self.subscript(node)
 
-    def subscript(self, node):
+    def subscript(self, node, address=False):
+        """An element of an array (or an item of a tuple). Its Val's `checked` is (base, offset) when the index is
+        checked without ending the thread (Note [Checked indices that vectorise]): loads read through
+        checked_load, stores test the offset. address: the element's address is taken (atomics), so the index is
+        asserted."""
         base = self.expr(node.value)
         index_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if base.type == "tuple":
@@ -613,20 +647,37 @@ class FunctionTranslator:
         if len(index_nodes) != t.rank:
             self.error(node, f"{_describe(node)}: {len(index_nodes)} indices for the {t.rank}-D array "
                        f"'{base.array}' (index every dimension with an integer)")
-        flat = None
-        dynamic = base.array in self.arrays and self.arrays[base.array][2] == "dynamic"
-        for k, ix in enumerate(index_nodes):
+        codes = []  # (C++ code, whether evaluating it has a side effect)
+        for ix in index_nodes:
+            effects = self.effects
             v = self.expr(ix)
             if not (isinstance(v.type, str) and is_int(v.type)):
                 self.error(ix, f"the index {_describe(ix)} of '{base.array}' is not an integer")
-            code = _cast(v, "i64")
-            if self.boundscheck and not dynamic:
-                where = ", ".join(_describe(i) for i in index_nodes)
-                text = f"{base.array}[{where}]: index {k} out of bounds".replace('"', "'").replace("\\", "/")
-                code = f"(assert((0 <= {code} && {code} < {base.shape[k]}) && \"{text}\"), {code})"
-            flat = code if flat is None else f"({flat}) * {base.shape[k]} + {code}"
+            codes.append((_cast(v, "i64"), self.effects != effects))
         if base.array in self.arg_types:
             self.mark_written(base.array, node)
+        dynamic = base.array in self.arrays and self.arrays[base.array][2] == "dynamic"
+        check = self.boundscheck and not dynamic
+        where = ", ".join(_describe(i) for i in index_nodes)
+        if check and not address and self.straight_line and self.module.device_kind == "cpu" and \
+                len(self.check_sites) < 64 and not any(effects for _, effects in codes):
+            site = len(self.check_sites)
+            text = f"{base.array}[{where}]: index out of bounds".replace('"', "'").replace("\\", "/")
+            self.check_sites.append((self.info.line(node), text))
+            index = ", ".join(f"{code}, {extent}" for (code, _), extent in zip(codes, base.shape))
+            return Val(f"::strata::jit::cpu::checked_load<{site}>(__strata_idx, {base.code}, {index})", t.dtype,
+                       checked=(base.code, site, index))
+        flat = None
+        for k, (code, effects) in enumerate(codes):
+            if check:
+                text = f"{base.array}[{where}]: index {k} out of bounds".replace('"', "'").replace("\\", "/")
+                extent = base.shape[k]
+                if effects:  # evaluated once, in a lambda (which keeps __LINE__ and the thread index in scope)
+                    code = (f"([&]() -> long long {{ const long long pyj_i = {code}; "
+                            f"assert((0 <= pyj_i && pyj_i < {extent}) && \"{text}\"); return pyj_i; }}())")
+                else:
+                    code = f"(assert((0 <= {code} && {code} < {extent}) && \"{text}\"), {code})"
+            flat = code if flat is None else f"({flat}) * {base.shape[k]} + {code}"
         return Val(f"{base.code}[{flat}]", t.dtype)
 
     def mark_written(self, name, node):
@@ -701,20 +752,39 @@ class FunctionTranslator:
         return Val("(" + sym.join(parts) + ")", "bool")
 
     def expr_Compare(self, node):
-        # a < b < c is (a < b) && (b < c); b is evaluated twice (expressions here have no side effects but atomics).
+        # a < b < c is (a < b) && (b < c). Where a middle operand has a side effect (an atomic, a call), the test is
+        # a lambda that evaluates each operand with one once, in Python's order, just before the first comparison
+        # that needs it, so c is evaluated only when a < b holds.
         ops = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
-        parts = []
-        left = self.expr(node.left)
-        for op, comp in zip(node.ops, node.comparators):
+        for op in node.ops:
             if type(op) not in ops:
                 self.error(node, f"the comparison {type(op).__name__} in {_describe(node)} (numbers only)")
-            right = self.expr(comp)
-            self.need_number(node, left)
-            self.need_number(node, right)
+        operands, effects = [], []
+        for n in [node.left, *node.comparators]:
+            before = self.effects
+            v = self.expr(n)
+            self.need_number(node, v)
+            operands.append(v)
+            effects.append(self.effects != before)
+        lambda_form = any(effects[1:-1])
+        held = {}  # comparison index -> statements before it
+        if lambda_form:
+            for j, v in enumerate(operands):
+                if effects[j]:
+                    name = self.new_temp()
+                    held.setdefault(max(0, j - 1), []).append(f"const {C_TYPES[v.type]} {name} = {v.code};")
+                    operands[j] = Val(name, v.type)
+        parts = []
+        for k, op in enumerate(node.ops):
+            left, right = operands[k], operands[k + 1]
             t = promote(left.type, right.type)
             parts.append(f"({_cast(left, t)} {ops[type(op)]} {_cast(right, t)})")
-            left = right
-        return Val("(" + " && ".join(parts) + ")", "bool")
+        if not lambda_form:
+            return Val("(" + " && ".join(parts) + ")", "bool")
+        body = []
+        for k, part in enumerate(parts):
+            body += held.get(k, []) + [f"if (!{part}) return false;"]
+        return Val("([&]() -> bool { " + " ".join(body) + " return true; }())", "bool")
 
     def expr_IfExp(self, node):
         test = self.condition(node.test)
@@ -837,13 +907,14 @@ class FunctionTranslator:
         for n in ast.walk(sub):
             if not hasattr(n, "lineno"):
                 ast.copy_location(n, node)
-        ref = self.subscript(sub)
+        ref = self.subscript(sub, address=True)
         t = ref.type
         if t in ("bool", "u8"):
             self.error(node, f"strata.atomic.{op} on an array of {t}")
         values = [self.expr(v) for v in vals]
         for vn, v in zip(vals, values):
             self.need_number(vn, v)
+        self.effects += 1
         cname = {"add": "atomicAdd", "sub": "atomicSub", "max": "atomicMax", "min": "atomicMin", "exch": "atomicExch",
                  "compare_and_swap": "atomicCAS"}[op]
         if t == "i64" and op in ("add", "sub", "exch", "compare_and_swap"):
@@ -858,6 +929,7 @@ class FunctionTranslator:
                        "@strata.jit(device=True))")
         if node.keywords:
             self.error(node, "keyword arguments in a call of a device function")
+        self.loops_or_calls = True
         vals = [self.expr(a) for a in node.args]
         types = []
         for a, v in zip(node.args, vals):
@@ -867,6 +939,7 @@ class FunctionTranslator:
             if isinstance(v.type, ArrayType) and v.array in self.arg_types:
                 self.written.add(v.array)  # the callee may write through it
         c_name, ret = translate_device(dispatcher, tuple(types), self.module, self.boundscheck, node, self.info)
+        self.effects += 1
         call_args = []
         for v in vals:
             if isinstance(v.type, ArrayType):
@@ -932,6 +1005,7 @@ def translate_kernel(info, types, device_kind, boundscheck):
     probe = FunctionTranslator(info, types, Module(device_kind), kernel=True, boundscheck=boundscheck, c_name=c_name)
     probe.translate()
     t.kernel_barrier = probe.uses_barrier
+    t.straight_line = not probe.loops_or_calls
     text = t.translate()
     source = "\n".join(['#line 1 "<strata.jit helpers>"', PRELUDE.strip(), *module.functions, text]) + "\n"
     return source, c_name
