@@ -119,10 +119,17 @@ void register_layers(py::module_& nn_) {
            }),
            py::arg("in_channels"), py::arg("out_channels"), py::arg("kernel_size"), py::arg("stride") = 1,
            py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("groups") = 1, py::arg("bias") = true,
-           py::arg("dtype") = py::none(), py::arg("device") = py::none())
-      .def(
-          "call_with_relu", [](Conv2d& c, const Tensor& x) { return without_gil([&] { return c.call_with_relu(x); }); },
-          py::arg("input"), "relu(conv(input)) as one fused convolution (a fused Sequential's Conv2d + ReLU)");
+           py::arg("dtype") = py::none(), py::arg("device") = py::none());
+  // For Python's fused Sequential, which hands its runs of C++ layers to run_layers (Note [Fusing a Sequential's
+  // layers]): the ReLU it matches there, and the function itself.
+  py::class_<ReLU, Layer, std::shared_ptr<ReLU>>(nn_, "ReLU").def(py::init<>());
+  nn_.def(
+      "run_layers",
+      [](const std::vector<std::shared_ptr<Layer>>& layers, const Tensor& x, bool fuse) {
+        return without_gil([&] { return run_layers(layers, x, fuse); });
+      },
+      py::arg("layers"), py::arg("input"), py::arg("fuse") = true,
+      "the layers applied in order to input, as C++'s Sequential runs them (fused when fuse)");
   auto pool = [](py::object kernel, py::object stride, py::object padding) {
     Pool2dOptions o(to_pair(kernel));
     if (!stride.is_none()) o.stride(to_pair(stride));

@@ -18,11 +18,11 @@ namespace strata::nn::blocked {
 // an ordinary contiguous 5-D tensor, so autograd, the caching allocator and the layout-blind ops (ReLU, its mask,
 // gradient accumulation) need nothing new; only convolution and max pooling have blocked entries (Note [The DNN
 // kernel contract]), registered where oneDNN is. The values are the NCHW path's: the same primitives run on the
-// same layouts and pooling picks the same maxima, bit for bit; only the first layer's weight gradient, whose GEMM
-// (Note [Weight gradients of thin convolutions]) reads grad_output a block at a time instead of relaying it out,
-// differs by rounding (tests/nn/blocked_test.cpp). Outside a fused Sequential nothing is blocked: layers called one
-// by one, and every op a user calls, see NCHW. What it saves is in docs/benchmarks.md, "Measurements behind the CPU
-// decisions".
+// same layouts and pooling picks the same maxima, bit for bit; only the first layer's weight and bias gradients,
+// whose GEMM (Note [Weight gradients of thin convolutions]) reads grad_output a block at a time instead of relaying
+// it out, differ by rounding (bounded in Note [Fusing a Sequential's layers]; tests/nn/blocked_test.cpp). Outside
+// a fused Sequential nothing is blocked: layers called one by one, and every op a user calls, see NCHW. What it
+// saves is in docs/benchmarks.md, "Measurements behind the CPU decisions".
 
 int64_t block_size(Device device, DType dtype) {
   static const ops::KernelSlot<ops::ConvBlockFn> slot("conv2d_block_size");

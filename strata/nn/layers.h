@@ -278,9 +278,9 @@ class Sequential : public Layer {
   auto end() const { return layers_.end(); }
 
   /// Turns fusion on or off (off by default, so that a list of layers runs as written): a Conv2d followed by a ReLU
-  /// then runs as one fused convolution, and a Conv2d, ReLU, MaxPool2d as convolution, pooling, ReLU, with the same
-  /// values and gradients and fewer passes over memory (Note [Fusing a Sequential's layers] in layers.cpp).
-  /// strata-train's network turns it on.
+  /// then runs as one fused convolution, and a Conv2d, ReLU, MaxPool2d as convolution, pooling, ReLU, with fewer
+  /// passes over memory; what it may change in the results, rounding of some gradients, is in Note [Fusing a
+  /// Sequential's layers] in layers.cpp. strata-train's network and Python's fused Sequential use it.
   Sequential& fuse(bool on = true) {
     fuse_ = on;
     return *this;
@@ -293,5 +293,10 @@ class Sequential : public Layer {
   std::vector<std::shared_ptr<Layer>> layers_;
   bool fuse_ = false;
 };
+
+/// `layers` applied in order to `input`, as a Sequential of them runs, fused when `fuse` (Note [Fusing a Sequential's
+/// layers] in layers.cpp). The one implementation of the rule: Sequential::forward calls it, and so does Python's
+/// fused Sequential for each run of its children that are C++ layers.
+Tensor run_layers(const std::vector<std::shared_ptr<Layer>>& layers, const Tensor& input, bool fuse);
 
 }  // namespace strata::nn

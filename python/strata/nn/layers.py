@@ -46,7 +46,8 @@ class Linear(_CppLayer):
 class _PaddedConvolution:
     """The C++ convolution of a padding="same" Conv2d whose kernel needs one more row or column of padding at the
     bottom or right than at the top or left (PyTorch's rule for even kernels), which the C++ layer cannot pad: every
-    call, Sequential.fuse's call_with_relu too, pads first. Anything else reaches the C++ layer itself."""
+    call pads first (so a fused Sequential runs such a Conv2d itself, unfused). Anything else reaches the C++ layer
+    itself."""
 
     def __init__(self, cpp, extra):
         self._inner, self._extra = cpp, extra
@@ -56,9 +57,6 @@ class _PaddedConvolution:
 
     def __call__(self, x):
         return self._inner(self._pad(x))
-
-    def call_with_relu(self, x):
-        return self._inner.call_with_relu(self._pad(x))
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -335,3 +333,42 @@ class PReLU(Module):
             shape[1] = self.num_parameters
         slope = self.weight.reshape(shape) if self.num_parameters > 1 else self.weight.reshape([1] * max(x.dim(), 1))
         return strata.where(x > 0, x, x * slope)
+
+
+# The C++ layers that stand for Python's ReLU and MaxPool2d in fused runs: they hold no state, so one serves every run
+# (one pooling per kernel, stride and padding).
+_relu_layer = None
+_pool_layers = {}
+
+
+def _cpp_layer_of(module, first_of_run):
+    """The C++ layer that computes `module` inside a fused Sequential's run of C++ layers (Sequential.fuse), or None
+    when Python must call it: a module with hooks, a subclass (which may override forward, as C++ matches exact
+    types), a padded Conv2d, options the C++ pooling lacks. A ReLU opens no run: alone it fuses with nothing, and
+    an in-place one would then write the run's input."""
+    if module.__dict__.get("_forward_pre_hooks") or module.__dict__.get("_forward_hooks"):
+        return None
+    kind = type(module)
+    if kind is ReLU:
+        global _relu_layer
+        if first_of_run:
+            return None
+        if _relu_layer is None:
+            _relu_layer = _C.nn.ReLU()
+        return _relu_layer
+    if kind is MaxPool2d:
+        if module.ceil_mode or module.return_indices or F._tuple(module.dilation, 2, "MaxPool2d: dilation") != (1, 1):
+            return None
+        key = tuple(F._tuple(v, 2, "MaxPool2d: " + name) for v, name in
+                    ((module.kernel_size, "kernel_size"), (module.stride, "stride"), (module.padding, "padding")))
+        pool = _pool_layers.get(key)
+        if pool is None:  # kept apart from the module, which copy.deepcopy and pickle then see as it was
+            pool = _pool_layers.setdefault(key, _C.nn.MaxPool2d(*key))
+        return pool
+    if kind in _PLAIN_CPP_LAYERS and isinstance(module._cpp, _C.nn.CppLayer):  # a padded Conv2d's is not
+        return module._cpp
+    return None
+
+
+# The layers whose forward is their C++ layer's call, matched by exact type.
+_PLAIN_CPP_LAYERS = (Linear, Conv2d, AvgPool2d, AdaptiveAvgPool2d, BatchNorm2d, LayerNorm)

@@ -369,9 +369,11 @@ class Sequential(ModuleList):
 
     def fuse(self, on=True):
         """Runs a Conv2d followed by a ReLU as one fused convolution, and a Conv2d, ReLU, MaxPool2d as convolution,
-        pooling, ReLU: the same values and gradients, fewer passes over memory. Off by default, so that the layers
-        run as written. The same rule as C++'s Sequential::fuse (Note [Fusing a Sequential's layers] in
-        strata/nn/layers.cpp), applied here because a Python Sequential runs its children itself."""
+        pooling, ReLU, with fewer passes over memory. Off by default, so that the layers run as written. Each run of
+        children that are C++ layers (Conv2d, ReLU, MaxPool2d, Linear, BatchNorm2d, ...; none with hooks) goes to
+        C++'s Sequential rule (strata.nn's run_layers, strata/nn/layers.cpp): one implementation, so a fused Python
+        network computes the bits strata-train's does. What fusion may change, rounding of some gradients, is in
+        Note [Fusing a Sequential's layers] there."""
         object.__setattr__(self, "_fuse", bool(on))
         return self
 
@@ -384,6 +386,19 @@ class Sequential(ModuleList):
             for m in self._modules.values():
                 x = m(x)
             return x
+        from strata.nn.layers import _cpp_layer_of  # layers imports this module
+
+        run = []  # the C++ layers of the run under way
+        for m in self._modules.values():
+            cpp = _cpp_layer_of(m, first_of_run=not run)
+            if cpp is not None:
+                run.append(cpp)
+                continue
+            if run:
+                x = _C.nn.run_layers(run, x, True)
+                run = []
+            x = m(x)
+        return _C.nn.run_layers(run, x, True) if run else x
         from strata.nn.layers import Conv2d, MaxPool2d, ReLU  # layers imports this module
 
         mods = list(self._modules.values())
