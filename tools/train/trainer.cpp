@@ -305,7 +305,9 @@ std::optional<EpochReport> Trainer::train_epoch(const StepCallback& on_step, boo
   optim::Optimizer& optimizer = *network_->optimizer;
   model.train();
   reset_peak_stats(device);
-  const int64_t syncs_before = transfer_counters().synchronizations;
+  const TransferCounters counters_before = transfer_counters();
+  std::vector<Tensor> step_losses;  // with record_steps: each step's loss, on the device
+  std::vector<double> step_lrs;
   const auto start = std::chrono::steady_clock::now();
 
   // Note [Metrics stay on the device]: the sums are device tensors updated without reading them, so a step never
@@ -322,6 +324,10 @@ std::optional<EpochReport> Trainer::train_epoch(const StepCallback& on_step, boo
     const Tensor loss = F::cross_entropy(logits, batch.target);
     optimizer.zero_grad();
     loss.backward();
+    if (options_.record_steps) {
+      step_losses.push_back(loss.detach());
+      step_lrs.push_back(optimizer.lr());  // the rate this step uses, before the schedule moves it
+    }
     optimizer.step();
     if (network_->scheduler) network_->scheduler->step();
     {
@@ -351,7 +357,17 @@ std::optional<EpochReport> Trainer::train_epoch(const StepCallback& on_step, boo
   r.seconds = seconds;
   r.images_per_second = static_cast<double>(trained_here * world_size()) / seconds;
   r.peak_memory_bytes = memory_stats(device).allocated_bytes.peak;
-  r.synchronizations = transfer_counters().synchronizations - syncs_before;
+  const TransferCounters counters = transfer_counters();
+  r.synchronizations = counters.synchronizations - counters_before.synchronizations;
+  r.host_to_device_copies = counters.host_to_device_copies - counters_before.host_to_device_copies;
+  r.device_to_host_copies = counters.device_to_host_copies - counters_before.device_to_host_copies;
+  r.device_to_device_copies = counters.device_to_device_copies - counters_before.device_to_device_copies;
+  r.first_step = first_step;
+  if (!step_losses.empty()) {
+    const Tensor losses = stack(step_losses).to(kCPU, DType::F64).contiguous();
+    r.step_losses.assign(losses.data<double>(), losses.data<double>() + losses.numel());
+    r.step_lrs = std::move(step_lrs);
+  }
   r.test_accuracy = evaluate(*test_set_);
   ++epochs_done_;
   steps_done_ = 0;

@@ -48,6 +48,8 @@ struct TrainOptions {
   /// epoch (DistributedSampler) with `batch_size` images per step, the epoch's loss and accuracy are all-reduced, and
   /// rank 0 alone writes the checkpoint (Note [Training on several ranks]).
   dist::ProcessGroup* group = nullptr;
+  /// Keep every step's loss and learning rate in the epoch's report (EpochReport::step_losses), for --logdir.
+  bool record_steps = false;
 };
 
 /// What one epoch did. Loss and accuracy are accumulated on the device and read once, at the end of the epoch.
@@ -59,8 +61,18 @@ struct EpochReport {
   double seconds = 0;
   double images_per_second = 0;
   int64_t peak_memory_bytes = 0;
-  /// Host<->device copies and synchronisations during the epoch (Strata's counters).
+  /// Host<->device copies and synchronisations during the epoch (Strata's counters, runtime/transfer.h).
   int64_t synchronizations = 0;
+  int64_t host_to_device_copies = 0;
+  int64_t device_to_host_copies = 0;
+  int64_t device_to_device_copies = 0;
+  /// With TrainOptions::record_steps: the loss (this rank's batch mean) and learning rate of each step trained in
+  /// this call, which began after `first_step` steps of the epoch (0 but after a mid-epoch resume). The losses stay
+  /// on the device until the epoch ends, and are read then with one copy (Note [Metrics stay on the device]), after
+  /// the counters above were taken.
+  int64_t first_step = 0;
+  std::vector<double> step_losses;
+  std::vector<double> step_lrs;
 };
 
 /// Called after each training step with (step within the epoch, steps per epoch), for a progress bar.
