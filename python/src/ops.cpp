@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "strata/tensor/random.h"
 
 namespace strata::python {
 namespace {
@@ -144,7 +145,7 @@ void register_math(py::module_& m, py::object& cls) {
   };
   for (Named u : {Named{"neg", &neg}, Named{"abs", &abs}, Named{"exp", &exp}, Named{"log", &log}, Named{"sqrt", &sqrt},
                   Named{"rsqrt", &rsqrt}, Named{"tanh", &tanh}, Named{"sigmoid", &sigmoid}, Named{"relu", &relu},
-                  Named{"gelu", &gelu}, Named{"logical_not", &logical_not}}) {
+                  Named{"sin", &sin}, Named{"cos", &cos}, Named{"erf", &erf}, Named{"logical_not", &logical_not}}) {
     const Unary f = u.f;
     def_both(m, cls, u.name, [f](const Tensor& a) { return f(a); });
   }
@@ -175,6 +176,9 @@ void register_math(py::module_& m, py::object& cls) {
       m, cls, "clamp",
       [](const Tensor& a, std::optional<Scalar> lo, std::optional<Scalar> hi) { return clamp(a, lo, hi); },
       py::arg("min") = py::none(), py::arg("max") = py::none());
+  def_both(
+      m, cls, "gelu", [](const Tensor& a, const std::string& approximate) { return gelu(a, approximate); },
+      py::kw_only(), py::arg("approximate") = "none");
   def_both(m, cls, "where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return where(c, a, b); });
   m.def("where", [](const Tensor& c, const Tensor& a, const Scalar& b) { return where(c, a, scalar_like(b, a)); });
   for (const char* name : {"matmul", "mm", "bmm"}) {
@@ -304,6 +308,85 @@ void register_views(py::module_& m, py::object& cls) {
       py::arg("tensors"), py::arg("dim") = 0);
 }
 
+/// masked_fill, triu/tril (with their in-place forms), split, chunk, topk and multinomial: issue 32's ops for
+/// Transformers and sampling.
+void register_selection(py::module_& m, py::object& cls) {
+  // The tensor form first, so that a 0-dim tensor value (which may require grad) is not read as a number.
+  def_both(
+      m, cls, "masked_fill",
+      [](const Tensor& a, const Tensor& mask, const Tensor& v) { return masked_fill(a, mask, v); }, py::arg("mask"),
+      py::arg("value"));
+  def_both(
+      m, cls, "masked_fill",
+      [](const Tensor& a, const Tensor& mask, const Scalar& v) { return masked_fill(a, mask, v); }, py::arg("mask"),
+      py::arg("value"));
+  def_method(
+      cls, "masked_fill_",
+      [](py::object self, const Tensor& mask, const Tensor& v) {
+        masked_fill_(self.cast<Tensor&>(), mask, v);
+        return self;
+      },
+      py::arg("mask"), py::arg("value"));
+  def_method(
+      cls, "masked_fill_",
+      [](py::object self, const Tensor& mask, const Scalar& v) {
+        masked_fill_(self.cast<Tensor&>(), mask, v);
+        return self;
+      },
+      py::arg("mask"), py::arg("value"));
+  def_both(
+      m, cls, "triu", [](const Tensor& a, int64_t diagonal) { return triu(a, diagonal); }, py::arg("diagonal") = 0);
+  def_both(
+      m, cls, "tril", [](const Tensor& a, int64_t diagonal) { return tril(a, diagonal); }, py::arg("diagonal") = 0);
+  def_method(
+      cls, "triu_",
+      [](py::object self, int64_t diagonal) {
+        triu_(self.cast<Tensor&>(), diagonal);
+        return self;
+      },
+      py::arg("diagonal") = 0);
+  def_method(
+      cls, "tril_",
+      [](py::object self, int64_t diagonal) {
+        tril_(self.cast<Tensor&>(), diagonal);
+        return self;
+      },
+      py::arg("diagonal") = 0);
+  // split(tensor, split_size_or_sections, dim): an int is the size of each part, a sequence the sizes of the parts.
+  const auto split_parts = [](const Tensor& a, py::object sizes, int64_t dim) {
+    std::vector<Tensor> parts;
+    if (py::isinstance<py::int_>(sizes) || py::hasattr(sizes, "__index__")) {
+      parts = split(a, to_int(sizes, "split_size_or_sections"), dim);
+    } else {
+      const Shape s = to_shape(sizes, "split_size_or_sections");
+      parts = split_with_sizes(a, std::vector<int64_t>(s.begin(), s.end()), dim);
+    }
+    return py::tuple(py::cast(parts));
+  };
+  m.def("split", split_parts, py::arg("tensor"), py::arg("split_size_or_sections"), py::arg("dim") = 0);
+  def_method(cls, "split", split_parts, py::arg("split_size"), py::arg("dim") = 0);
+  def_both(
+      m, cls, "chunk",
+      [](const Tensor& a, int64_t chunks, int64_t dim) { return py::tuple(py::cast(chunk(a, chunks, dim))); },
+      py::arg("chunks"), py::arg("dim") = 0);
+  // topk's result is PyTorch's named tuple (values, indices), strata.return_types.topk.
+  def_both(
+      m, cls, "topk",
+      [](const Tensor& a, int64_t k, int64_t dim, bool largest, bool sorted) {
+        auto [values, indices] = topk(a, k, dim, largest, sorted);
+        const py::object result_type = py::module_::import("strata._composed._registry")
+                                           .attr("named")("topk", py::make_tuple("values", "indices"));
+        return result_type(values, indices);
+      },
+      py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true, py::arg("sorted") = true);
+  def_both(
+      m, cls, "multinomial",
+      [](const Tensor& a, int64_t num_samples, bool replacement, Generator* generator) {
+        return multinomial(a, num_samples, replacement, generator);
+      },
+      py::arg("num_samples"), py::arg("replacement") = false, py::kw_only(), py::arg("generator") = py::none());
+}
+
 /// Applies the keyword arguments every creation function takes.
 Tensor finish(Tensor t, bool requires_grad) {
   if (requires_grad) t.requires_grad_(true);
@@ -412,6 +495,7 @@ void register_ops(py::module_& m, py::object tensor_class) {
   register_math(m, tensor_class);
   register_reductions(m, tensor_class);
   register_views(m, tensor_class);
+  register_selection(m, tensor_class);
 }
 
 }  // namespace strata::python

@@ -58,7 +58,11 @@ Tensor Linear::forward(const Tensor& input) {
 }
 
 Tensor ReLU::forward(const Tensor& input) { return relu(input); }
-Tensor GELU::forward(const Tensor& input) { return gelu(input); }
+GELU::GELU(std::string approximate) : Layer("GELU"), approximate_(std::move(approximate)) {
+  STRATA_CHECK(approximate_ == "none" || approximate_ == "tanh", InvalidArgumentError,
+               "GELU: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate_);
+}
+Tensor GELU::forward(const Tensor& input) { return gelu(input, approximate_); }
 Tensor Tanh::forward(const Tensor& input) { return tanh(input); }
 Tensor Sigmoid::forward(const Tensor& input) { return sigmoid(input); }
 Tensor Flatten::forward(const Tensor& input) { return input.flatten(start_dim_, end_dim_); }

@@ -70,11 +70,15 @@ class ReLU : public Layer {
   ReLU() : Layer("ReLU") {}
   Tensor forward(const Tensor& input) override;
 };
-/// The exact (erf) GELU.
+/// GELU, exact (erf) by default; approximate = "tanh" takes the tanh form, as PyTorch's nn.GELU(approximate=...).
 class GELU : public Layer {
  public:
-  GELU() : Layer("GELU") {}
+  explicit GELU(std::string approximate = "none");
   Tensor forward(const Tensor& input) override;
+  const std::string& approximate() const { return approximate_; }
+
+ private:
+  std::string approximate_;
 };
 class Tanh : public Layer {
  public:

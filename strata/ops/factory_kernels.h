@@ -49,4 +49,15 @@ inline constexpr int64_t random_values_per_block(Distribution distribution, DTyp
 /// Fills contiguous `out` with values of spec.distribution.
 using RandomFn = void(const OpCall&, const TensorView& out, const RandomSpec& spec);
 
+/// Philox blocks a multinomial draw takes per row: one f64 uniform (half a block) per sample with replacement, per
+/// category without (Note [Sampling from rows of weights]).
+inline constexpr int64_t multinomial_blocks_per_row(int64_t categories, int64_t num_samples, bool replacement) {
+  return ((replacement ? num_samples : categories) + 1) / 2;
+}
+/// out ([rows, num_samples], i64) = category indices drawn from each row of `weights` ([rows, categories],
+/// contiguous, floating, validated: finite, non-negative, a positive sum), from Philox blocks
+/// offset + row * multinomial_blocks_per_row(...) onwards of `seed`'s stream ("multinomial").
+using MultinomialFn = void(const OpCall&, const TensorView& out, const TensorView& weights, bool replacement,
+                           std::uint64_t seed, std::uint64_t offset);
+
 }  // namespace strata::ops

@@ -18,5 +18,10 @@ using ScatterAddFn = void(const OpCall&, const TensorView& out, const TensorView
                           int64_t dim);
 /// out[n, labels[n]] = 1 with out zero-filled, viewed as [N, num_classes].
 using OneHotFn = void(const OpCall&, const TensorView& out, const TensorView& labels, int64_t num_classes);
+/// The k largest (or smallest) elements of each row of `in` ([rows, size]), best first: values [rows, k] in in's
+/// dtype and their positions in the row, indices [rows, k] i64 ("topk"). NaN counts as larger than every number (as
+/// PyTorch); equal values keep their order in the row.
+using TopkFn = void(const OpCall&, const TensorView& values, const TensorView& indices, const TensorView& in, int64_t k,
+                    bool largest);
 
 }  // namespace strata::ops

@@ -1,13 +1,14 @@
 // Elementwise ops with broadcasting and type promotion. Validation and dtype/shape inference happen here, once;
 // the kernels are written once in backends/portable/elementwise_ops.h.
 
+#include <cmath>
 #include <optional>
 
 #include "strata/core/error.h"
 #include "strata/ops/checks.h"
 #include "strata/ops/elementwise_kernels.h"
-#include "strata/runtime/transfer.h"
 #include "strata/runtime/op_scope.h"
+#include "strata/runtime/transfer.h"
 #include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
@@ -27,9 +28,12 @@ const ops::KernelSlot<ops::ScalarFn> add_scalar_slot("add_scalar"), rsub_scalar_
     pow_scalar_slot("pow_scalar");
 const ops::KernelSlot<ops::UnaryFn> neg_slot("neg"), abs_slot("abs"), exp_slot("exp"), log_slot("log"),
     sqrt_slot("sqrt"), rsqrt_slot("rsqrt"), tanh_slot("tanh"), sigmoid_slot("sigmoid"), relu_slot("relu"),
-    gelu_slot("gelu"), not_slot("logical_not");
+    gelu_slot("gelu"), not_slot("logical_not"), sin_slot("sin"), cos_slot("cos"), erf_slot("erf"),
+    gelu_tanh_slot("gelu_tanh");
 const ops::KernelSlot<ops::ClampFn> clamp_slot("clamp");
 const ops::KernelSlot<ops::WhereFn> where_slot("where");
+const ops::KernelSlot<ops::MaskedFillFn> masked_fill_slot("masked_fill");
+const ops::KernelSlot<ops::TriangleFn> triangle_slot("triangle");
 
 // --- dtypes (PyTorch's rules) ---
 
@@ -379,7 +383,29 @@ STRATA_FLOATING_UNARY(sigmoid, g * out * (1.0 - out))
 STRATA_FLOATING_UNARY(gelu, g * (where(eq(a, zero_of(a)), scalar_tensor(0.5, TensorOptions(a.dtype()).device(a.device())),
                                        out / a) +
                                  a * exp(a * a * -0.5) * 0.3989422804014327))
+STRATA_FLOATING_UNARY(sin, g* cos(a))
+STRATA_FLOATING_UNARY(cos, -(g* sin(a)))
+// erf'(x) = 2 / sqrt(pi) * exp(-x^2).
+STRATA_FLOATING_UNARY(erf, g* exp(a* a * -1.0) * 1.1283791670955126)
 #undef STRATA_FLOATING_UNARY
+
+Tensor gelu(const Tensor& a, std::string_view approximate) {
+  if (approximate == "none") return gelu(a);
+  STRATA_CHECK(approximate == "tanh", InvalidArgumentError,
+               "gelu: approximate argument must be either none or tanh, got \"{}\"", approximate);
+  const DType dtype = floating_type(a.dtype());
+  Tensor out = unary("gelu", gelu_tanh_slot, a, dtype, dtype);
+  if (detail::needs_grad({&a})) {
+    // With u = k (x + c x^3), k = sqrt(2 / pi), c = 0.044715 and t = tanh(u):
+    // d/dx [x/2 (1 + t)] = (1 + t) / 2 + x/2 (1 - t^2) k (1 + 3 c x^2).
+    record_unary("gelu", a, out, [a](const Tensor& g) {
+      constexpr double k = 0.79788456080286535588, c = 0.044715;
+      const Tensor t = tanh((a + a * a * a * c) * k);
+      return g * ((t + 1.0) * 0.5 + a * 0.5 * (1.0 - t * t) * k * (a * a * (3 * c) + 1.0));
+    });
+  }
+  return out;
+}
 
 Tensor relu(const Tensor& a) {
   check_not_bool("relu", a.dtype(), "");
@@ -430,6 +456,159 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   }
   return out;
 }
+
+// --- masked_fill, triu and tril: selections that write a value or zero by position ---
+
+namespace {
+
+void check_mask(const char* op, const Tensor& a, const Tensor& mask) {
+  check_defined(op, a, 0);
+  check_defined(op, mask, 1);
+  STRATA_CHECK(mask.dtype() == DType::Bool, DTypeError, "{}: only bool masks are supported, got a mask of dtype {}", op,
+               mask.dtype());
+  if (a.device() != mask.device()) {
+    const TensorView av = a.view(), mv = mask.view();
+    ops::check_same_device(op, {&av, &mv});
+  }
+}
+
+// PyTorch's rule for the fill value: it must fit the dtype's range (a float into an integral tensor is truncated;
+// unsigned types also take negatives down to -max, which wrap; bool takes anything; inf and NaN fit floating
+// dtypes only).
+void check_fill_value(const char* op, DType dtype, const Scalar& value) {
+  if (dtype == DType::Bool || dtype == DType::F64) return;
+  const double v = value.to_double();
+  bool fits = true;
+  if (is_integral(dtype)) {
+    const auto [min, max] = detail::integral_range(dtype);
+    const double lowest = min == 0 ? -static_cast<double>(max) : static_cast<double>(min);
+    if (value.is_floating()) {
+      fits = v == v && v >= lowest && v < static_cast<double>(max) + 1.0;
+    } else {
+      const int64_t i = value.to_int();
+      fits = static_cast<double>(i) >= lowest && i <= max;
+    }
+  } else {
+    const double max = dtype == DType::F16    ? 65504.0
+                       : dtype == DType::BF16 ? 3.3895313892515355e38
+                                              : 3.4028234663852886e38;
+    fits = !(std::abs(v) > max) || std::isinf(v);
+  }
+  STRATA_CHECK(fits, DTypeError, "{}: value {} cannot be converted to dtype {} without overflow", op,
+               value.is_floating() ? fmt::format("{}", v) : fmt::format("{}", value.to_int()), dtype);
+}
+
+void check_value_tensor(const char* op, const Tensor& value) {
+  check_defined(op, value, 2);
+  STRATA_CHECK(value.dim() == 0, ShapeError,
+               "{}: only a 0-dimensional value tensor is supported, got one with {} dimension(s)", op, value.dim());
+}
+
+/// masked_fill's kernel into `out` (a's values, broadcast to out's shape, with value where mask is true).
+void masked_fill_into(const char* op, const Tensor& out, const Tensor& a, const Tensor& mask, const Scalar& value) {
+  const Shape& shape = out.shape();
+  masked_fill_slot.get(out.device())(detail::op_call(op, out.device()), out.view(), input_view(op, a, shape),
+                                     input_view(op, mask, shape), value);
+}
+
+Tensor triangle(const char* op, const Tensor& a, int64_t diagonal, bool upper) {
+  check_defined(op, a, 0);
+  STRATA_CHECK(a.dim() >= 2, ShapeError, "{}: input tensor must have at least 2 dimensions, got shape {}", op,
+               a.shape());
+  const OpScope scope(op);
+  Tensor out = empty(a.shape(), TensorOptions(a.dtype()).device(a.device()));
+  if (out.numel() == 0) return out;
+  triangle_slot.get(a.device())(detail::op_call(op, a.device()), out.view(), a.view(), diagonal, upper);
+  if (detail::needs_grad({&a})) {
+    // The derivative keeps the same triangle of the gradient.
+    record_unary(
+        op, a, out, [op, diagonal, upper](const Tensor& g) { return triangle(op, g, diagonal, upper); },
+        detail::Saves::kNothing);
+  }
+  return out;
+}
+
+Tensor& triangle_(const char* op, Tensor& self, int64_t diagonal, bool upper) {
+  if (detail::records_in_place(op, self, {})) {
+    return detail::rebase_history(op, self, triangle(op, self, diagonal, upper));
+  }
+  check_defined(op, self, 0);
+  STRATA_CHECK(self.dim() >= 2, ShapeError, "{}: input tensor must have at least 2 dimensions, got shape {}", op,
+               self.shape());
+  detail::check_writable(op, self);
+  if (self.numel() == 0) return self;
+  self.bump_version();
+  const TensorView sv = self.view();
+  triangle_slot.get(self.device())(detail::op_call(op, self.device()), sv, sv, diagonal, upper);
+  return self;
+}
+
+}  // namespace
+
+Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value) {
+  constexpr const char* op = "masked_fill";
+  check_mask(op, a, mask);
+  check_fill_value(op, a.dtype(), value);
+  // As PyTorch, the result has the shape a and mask broadcast to (masked_fill_ keeps self's).
+  const Shape shape = a.shape() == mask.shape() ? a.shape() : ops::broadcast_shapes(op, a.shape(), mask.shape());
+  const OpScope scope(op);
+  Tensor out = empty(shape, TensorOptions(a.dtype()).device(a.device()));
+  if (out.numel() == 0) return out;
+  masked_fill_into(op, out, a, mask, value);
+  if (detail::needs_grad({&a})) {
+    // The filled positions take no gradient; the others pass it through.
+    record_unary(
+        op, a, out, [mask](const Tensor& g) { return masked_fill(g, mask, 0); }, detail::Saves::kNothing);
+  }
+  return out;
+}
+
+Tensor masked_fill(const Tensor& a, const Tensor& mask, const Tensor& value) {
+  constexpr const char* op = "masked_fill";
+  check_mask(op, a, mask);
+  check_value_tensor(op, value);
+  if (!detail::needs_grad({&value})) return masked_fill(a, mask, value.item());
+  // A value that requires grad gets the sum of the gradient at the filled positions, which where() gives it.
+  return where(mask, value.to(a.device(), a.dtype()), a);
+}
+
+Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Scalar& value) {
+  constexpr const char* op = "masked_fill_";
+  check_mask(op, self, mask);
+  const Shape shape =
+      self.shape() == mask.shape() ? self.shape() : ops::broadcast_shapes(op, self.shape(), mask.shape());
+  STRATA_CHECK(shape == self.shape(), ShapeError,
+               "{}: the mask {} must broadcast to self's shape {} (they broadcast to {})", op, mask.shape(),
+               self.shape(), shape);
+  check_fill_value(op, self.dtype(), value);
+  // The derivative reads only the mask, so the result is computed from self itself.
+  if (detail::records_in_place(op, self, {&mask}))
+    return detail::rebase_history(op, self, masked_fill(self, mask, value));
+  detail::check_writable(op, self);
+  if (self.numel() == 0) return self;
+  self.bump_version();
+  if (detail::overlaps_elsewhere(self, mask)) {
+    self.copy_(masked_fill(self, mask, value));
+    return self;
+  }
+  masked_fill_into(op, self, self, mask, value);
+  return self;
+}
+
+Tensor& masked_fill_(Tensor& self, const Tensor& mask, const Tensor& value) {
+  constexpr const char* op = "masked_fill_";
+  check_mask(op, self, mask);
+  check_value_tensor(op, value);
+  if (detail::needs_grad({&value}) && detail::records_in_place(op, self, {&mask, &value})) {
+    return detail::rebase_history(op, self, masked_fill(self, mask, value));
+  }
+  return masked_fill_(self, mask, value.item());
+}
+
+Tensor triu(const Tensor& a, int64_t diagonal) { return triangle("triu", a, diagonal, true); }
+Tensor tril(const Tensor& a, int64_t diagonal) { return triangle("tril", a, diagonal, false); }
+Tensor& triu_(Tensor& self, int64_t diagonal) { return triangle_("triu_", self, diagonal, true); }
+Tensor& tril_(Tensor& self, int64_t diagonal) { return triangle_("tril_", self, diagonal, false); }
 
 // --- comparisons and logic: computed in the promoted dtype, bool results ---
 

@@ -1,4 +1,4 @@
-// index_select, gather, scatter_add, one_hot: validation here, kernels in backends/portable/indexing_ops.h.
+// index_select, gather, scatter_add, one_hot, topk: validation here, kernels in backends/portable/indexing_ops.h.
 
 #include <algorithm>
 #include <limits>
@@ -19,6 +19,7 @@ const ops::KernelSlot<ops::IndexSelectFn> index_select_slot("index_select");
 const ops::KernelSlot<ops::GatherFn> gather_slot("gather");
 const ops::KernelSlot<ops::ScatterAddFn> scatter_add_slot("scatter_add");
 const ops::KernelSlot<ops::OneHotFn> one_hot_slot("one_hot");
+const ops::KernelSlot<ops::TopkFn> topk_slot("topk");
 
 // Indices are i64 and contiguous inside the kernels; i32 indices are widened.
 Tensor as_index(const char* op, const Tensor& index, const char* what) {
@@ -139,6 +140,48 @@ Tensor one_hot(const Tensor& labels, int64_t num_classes) {
   if (idx.numel() == 0) return out;
   one_hot_slot.get(labels.device())(detail::op_call(op, labels.device()), out.view(), idx.view(), num_classes);
   return out;
+}
+
+std::tuple<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim, bool largest, bool /*sorted*/) {
+  constexpr const char* op = "topk";
+  STRATA_CHECK(a.defined(), InvalidArgumentError, "{}: argument 0 is an undefined tensor", op);
+  STRATA_CHECK(a.dtype() != DType::Bool, DTypeError, "{}: not supported for bool tensors", op);
+  const bool scalar = a.dim() == 0;
+  const Tensor in = scalar ? a.reshape({1}) : a;
+  dim = ops::wrap_dim(op, dim, in.dim());
+  const int64_t size = in.size(dim);
+  STRATA_CHECK(k >= 0 && k <= size, IndexError, "{}: k ({}) is out of range for dimension {} of size {}", op, k, dim,
+               size);
+  // The kernel takes rows along the last dim; another dim is swapped with the last one and back.
+  const int64_t last = in.dim() - 1;
+  const Tensor rows = (dim == last ? in : in.transpose(dim, last)).contiguous();
+  Shape shape = rows.shape();
+  shape[static_cast<std::size_t>(last)] = k;
+  Tensor values = empty(shape, TensorOptions(a.dtype()).device(a.device()));
+  Tensor indices = empty(shape, TensorOptions(DType::I64).device(a.device()));
+  if (values.numel() > 0) {
+    topk_slot.get(a.device())(detail::op_call(op, a.device()), values.view(), indices.view(), rows.view(), k, largest);
+  }
+  if (dim != last) {
+    values = values.transpose(dim, last).contiguous();
+    indices = indices.transpose(dim, last).contiguous();
+  }
+  const Tensor in_indices = indices;  // in in's layout, for the derivative
+  if (scalar) {                       // a 0-dim input gives 0-dim results for k = 1 (and empty ones for k = 0)
+    const Shape out_shape = k == 1 ? Shape{} : Shape{0};
+    values = values.reshape(out_shape);
+    indices = indices.reshape(out_shape);
+  }
+  if (detail::needs_grad({&a})) {
+    // Each value's gradient goes back to where it was taken from (scatter_add has no f16/bf16 kernel: f32 there).
+    detail::record(op, {&a}, values, [in_shape = in.shape(), a_shape = a.shape(), in_indices, dim](const Tensor& g) {
+      const DType wide = g.dtype() == DType::F16 || g.dtype() == DType::BF16 ? DType::F32 : g.dtype();
+      const Tensor spread = scatter_add(zeros(in_shape, TensorOptions(wide).device(g.device())), dim, in_indices,
+                                        g.to(wide).reshape(in_indices.shape()).contiguous());
+      return std::vector<Tensor>{spread.to(g.dtype()).reshape(a_shape)};
+    });
+  }
+  return {values, indices};
 }
 
 }  // namespace strata

@@ -7,10 +7,12 @@
 #include <memory>
 #include <unordered_map>
 
+#include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 #include "strata/ops/factory_kernels.h"
 #include "strata/runtime/registry.h"
 #include "strata/tensor/factories.h"
+#include "strata/tensor/functions.h"
 #include "strata/tensor/op_call.h"
 #include "strata/tensor/op_checks.h"
 
@@ -51,6 +53,7 @@ Generators& generators() {
 }
 
 const ops::KernelSlot<ops::RandomFn> random_slot("random");
+const ops::KernelSlot<ops::MultinomialFn> multinomial_slot("multinomial");
 
 Tensor random_tensor(const char* op, const Shape& shape, const TensorOptions& options, ops::RandomSpec spec) {
   Tensor out = empty(shape, options);
@@ -107,6 +110,58 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions opti
                  min, max);
   }
   return random_tensor("randint", shape, options, {ops::Distribution::Integers, 0, 0, low, high});
+}
+
+// Note [multinomial's checks]
+// The weights are checked before the draw, with PyTorch's messages, on every device: a negative, infinite or NaN
+// weight, a row that sums to zero, and (without replacement) a row with fewer positive weights than samples. Reading
+// the three answers back synchronises with a GPU, which sampling does anyway to use its result; the kernel then
+// never meets a row it cannot draw from.
+Tensor multinomial(const Tensor& weights, int64_t num_samples, bool replacement, Generator* generator) {
+  constexpr const char* op = "multinomial";
+  STRATA_CHECK(weights.defined(), InvalidArgumentError, "{}: argument 0 is an undefined tensor", op);
+  STRATA_CHECK(weights.dim() == 1 || weights.dim() == 2, ShapeError,
+               "{}: prob_dist must be 1 or 2 dim, got a tensor of shape {}", op, weights.shape());
+  STRATA_CHECK(is_floating(weights.dtype()), DTypeError, "{}: only supports floating-point dtypes for input, got {}",
+               op, weights.dtype());
+  STRATA_CHECK(num_samples > 0, InvalidArgumentError, "{}: cannot sample n_sample <= 0 samples (got {})", op,
+               num_samples);
+  const int64_t categories = weights.size(-1);
+  STRATA_CHECK(replacement || num_samples <= categories, InvalidArgumentError,
+               "{}: cannot sample n_sample > prob_dist.size(-1) samples without replacement ({} > {})", op, num_samples,
+               categories);
+  STRATA_CHECK(categories <= (int64_t{1} << 24), InvalidArgumentError,
+               "{}: number of categories cannot exceed 2^24, got {}", op, categories);
+  const int64_t rows = weights.dim() == 2 ? weights.size(0) : 1;
+  const Shape out_shape = weights.dim() == 2 ? Shape{rows, num_samples} : Shape{num_samples};
+  Tensor out = empty(out_shape, TensorOptions(DType::I64).device(weights.device()));
+  if (rows == 0) return out;
+  const Tensor w = weights.detach().reshape({rows, categories}).contiguous();
+  {
+    const NoGradGuard no_grad;
+    const TensorOptions like = TensorOptions(w.dtype()).device(w.device());
+    const Tensor invalid =
+        logical_or(lt(w, scalar_tensor(0, like)),
+                   logical_not(lt(abs(w), scalar_tensor(std::numeric_limits<double>::infinity(), like))));
+    STRATA_CHECK(sum(invalid.to(DType::I64)).item<int64_t>() == 0, InvalidArgumentError,
+                 "{}: probability tensor contains either `inf`, `nan` or element < 0", op);
+    STRATA_CHECK(categories > 0 && min(sum(w.to(DType::F64), {1})).item<double>() > 0, InvalidArgumentError,
+                 "{}: invalid multinomial distribution (sum of probabilities <= 0)", op);
+    if (!replacement) {
+      STRATA_CHECK(min(sum(ne(w, scalar_tensor(0, like)).to(DType::I64), {1})).item<int64_t>() >= num_samples,
+                   InvalidArgumentError,
+                   "{}: invalid multinomial distribution (with replacement=False, not enough non-negative category to "
+                   "sample)",
+                   op);
+    }
+  }
+  Generator& g = generator != nullptr ? *generator : default_generator(weights.device());
+  const auto per_row =
+      static_cast<std::uint64_t>(ops::multinomial_blocks_per_row(categories, num_samples, replacement));
+  const GeneratorState state = g.reserve(per_row * static_cast<std::uint64_t>(rows));
+  multinomial_slot.get(weights.device())(detail::op_call(op, weights.device()), out.view(), w.view(), replacement,
+                                         state.seed, state.offset);
+  return out;
 }
 
 }  // namespace strata

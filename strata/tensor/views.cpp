@@ -434,4 +434,67 @@ bool detail::is_view_op(std::string_view op) {
   return false;
 }
 
+// --- split and chunk: narrow views, so each part's gradient flows back to its slice of the input ---
+
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
+  constexpr const char* op = "split";
+  STRATA_CHECK(a.defined(), InvalidArgumentError, "{}: argument 0 is an undefined tensor", op);
+  STRATA_CHECK(a.dim() > 0, ShapeError, "{}: expects at least a 1-dimensional tensor", op);
+  dim = ops::wrap_dim(op, dim, a.dim());
+  STRATA_CHECK(split_size >= 0, InvalidArgumentError, "{}: expects split_size be non-negative, but got split_size={}",
+               op, split_size);
+  const int64_t size = a.size(dim);
+  STRATA_CHECK(split_size > 0 || size == 0, InvalidArgumentError,
+               "{}: split_size can only be 0 if dimension size is 0, but got dimension size of {}", op, size);
+  // As PyTorch: one part (empty) for an empty dim, else ceil(size / split_size) parts.
+  const int64_t parts = split_size == 0 ? 1 : std::max<int64_t>((size + split_size - 1) / split_size, 1);
+  std::vector<Tensor> out;
+  out.reserve(static_cast<std::size_t>(parts));
+  for (int64_t i = 0; i < parts; ++i) {
+    const int64_t start = i * split_size;
+    out.push_back(a.narrow(dim, start, std::min(split_size, size - start)));
+  }
+  return out;
+}
+
+std::vector<Tensor> split_with_sizes(const Tensor& a, const std::vector<int64_t>& split_sizes, int64_t dim) {
+  constexpr const char* op = "split_with_sizes";
+  STRATA_CHECK(a.defined(), InvalidArgumentError, "{}: argument 0 is an undefined tensor", op);
+  STRATA_CHECK(a.dim() > 0, ShapeError, "{}: expects at least a 1-dimensional tensor", op);
+  dim = ops::wrap_dim(op, dim, a.dim());
+  const int64_t size = a.size(dim);
+  int64_t total = 0;
+  for (const int64_t n : split_sizes) {
+    STRATA_CHECK(n >= 0, InvalidArgumentError,
+                 "{}: expects split_sizes have only non-negative entries, but got split_sizes=[{}]", op,
+                 fmt::join(split_sizes, ", "));
+    total += n;
+  }
+  STRATA_CHECK(total == size, InvalidArgumentError,
+               "{}: expects split_sizes to sum exactly to {} (input tensor's size at dimension {}), but got "
+               "split_sizes=[{}]",
+               op, size, dim, fmt::join(split_sizes, ", "));
+  std::vector<Tensor> out;
+  out.reserve(split_sizes.size());
+  int64_t start = 0;
+  for (const int64_t n : split_sizes) {
+    out.push_back(a.narrow(dim, start, n));
+    start += n;
+  }
+  return out;
+}
+
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
+  constexpr const char* op = "chunk";
+  STRATA_CHECK(a.defined(), InvalidArgumentError, "{}: argument 0 is an undefined tensor", op);
+  STRATA_CHECK(a.dim() > 0, ShapeError, "{}: expects at least a 1-dimensional tensor", op);
+  STRATA_CHECK(chunks > 0, InvalidArgumentError, "{}: expects `chunks` to be greater than 0, got: {}", op, chunks);
+  dim = ops::wrap_dim(op, dim, a.dim());
+  const int64_t size = a.size(dim);
+  const int64_t split_size = (size + chunks - 1) / chunks;
+  // An empty dim gives `chunks` empty parts, as in PyTorch (split would give one).
+  if (size == 0) return split_with_sizes(a, std::vector<int64_t>(static_cast<std::size_t>(chunks), 0), dim);
+  return split(a, split_size, dim);
+}
+
 }  // namespace strata

@@ -354,11 +354,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def gelu(input, approximate="none"):
-    if approximate == "none":
-        return _C.gelu(input)
-    if approximate != "tanh":
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return input * 0.5 * (1 + _C.tanh((input + input * input * input * 0.044715) * math.sqrt(2 / math.pi)))
+    return _C.gelu(input, approximate=approximate)
 
 
 def one_hot(tensor, num_classes=-1):

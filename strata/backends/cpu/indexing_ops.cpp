@@ -5,4 +5,5 @@ STRATA_REGISTER_KERNEL("index_select", CPU, IndexSelectFn, portable::index_selec
 STRATA_REGISTER_KERNEL("gather", CPU, GatherFn, portable::gather_kernel);
 STRATA_REGISTER_KERNEL("scatter_add", CPU, ScatterAddFn, portable::scatter_add_kernel);
 STRATA_REGISTER_KERNEL("one_hot", CPU, OneHotFn, portable::one_hot_kernel);
+STRATA_REGISTER_KERNEL("topk", CPU, TopkFn, portable::topk_kernel);
 }  // namespace strata

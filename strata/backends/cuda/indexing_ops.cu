@@ -5,4 +5,5 @@ STRATA_REGISTER_KERNEL("index_select", STRATA_GPU_TYPE, IndexSelectFn, portable:
 STRATA_REGISTER_KERNEL("gather", STRATA_GPU_TYPE, GatherFn, portable::gather_kernel);
 STRATA_REGISTER_KERNEL("scatter_add", STRATA_GPU_TYPE, ScatterAddFn, portable::scatter_add_kernel);
 STRATA_REGISTER_KERNEL("one_hot", STRATA_GPU_TYPE, OneHotFn, portable::one_hot_kernel);
+STRATA_REGISTER_KERNEL("topk", STRATA_GPU_TYPE, TopkFn, portable::topk_kernel);
 }  // namespace strata

@@ -51,6 +51,10 @@ STRATA_HOST_DEVICE inline float tanh(float x) { return ::tanhf(x); }
 STRATA_HOST_DEVICE inline double tanh(double x) { return ::tanh(x); }
 STRATA_HOST_DEVICE inline float erf(float x) { return ::erff(x); }
 STRATA_HOST_DEVICE inline double erf(double x) { return ::erf(x); }
+STRATA_HOST_DEVICE inline float sin(float x) { return ::sinf(x); }
+STRATA_HOST_DEVICE inline double sin(double x) { return ::sin(x); }
+STRATA_HOST_DEVICE inline float cos(float x) { return ::cosf(x); }
+STRATA_HOST_DEVICE inline double cos(double x) { return ::cos(x); }
 STRATA_HOST_DEVICE inline float fabs(float x) { return ::fabsf(x); }
 STRATA_HOST_DEVICE inline double fabs(double x) { return ::fabs(x); }
 STRATA_HOST_DEVICE inline float pow(float x, float y) { return ::powf(x, y); }
@@ -319,6 +323,38 @@ struct GeluOp {
   static constexpr bool kSupported = kIsFloat<T>;
   static constexpr bool kCostly = true;
   STRATA_HOST_DEVICE M operator()(M a) const { return M(0.5) * a * (M(1) + fmath::erf(a * M(0.70710678118654752440))); }
+};
+/// The tanh approximation (PyTorch's approximate="tanh"): x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
+template <typename T>
+struct GeluTanhOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  static constexpr bool kCostly = true;
+  STRATA_HOST_DEVICE M operator()(M a) const {
+    const M inner = M(0.79788456080286535588) * (a + M(0.044715) * a * a * a);
+    return M(0.5) * a * (M(1) + fmath::tanh(inner));
+  }
+};
+template <typename T>
+struct SinOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  static constexpr bool kCostly = true;
+  STRATA_HOST_DEVICE M operator()(M a) const { return fmath::sin(a); }
+};
+template <typename T>
+struct CosOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  static constexpr bool kCostly = true;
+  STRATA_HOST_DEVICE M operator()(M a) const { return fmath::cos(a); }
+};
+template <typename T>
+struct ErfOp {
+  using M = OpMath<T>;
+  static constexpr bool kSupported = kIsFloat<T>;
+  static constexpr bool kCostly = true;
+  STRATA_HOST_DEVICE M operator()(M a) const { return fmath::erf(a); }
 };
 
 /// a + alpha * b (bool: a or (alpha and b)).

@@ -283,6 +283,57 @@ struct WhereLoop {
   }
 };
 
+/// masked_fill: out = mask ? value : in, with the value held by the functor (never in device memory).
+template <typename T>
+struct MaskedFillLoop {
+  static constexpr int kPerThread = 1;
+  T* out;
+  const T* in;
+  const bool* mask;
+  T value;
+  kernels::OffsetCalculator<3> calc;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t o[3];
+    calc.offsets(i, o);
+    out[o[0]] = mask[o[2]] ? value : in[o[1]];
+  }
+  void range(int64_t begin, int64_t end) const {
+    const int last = innermost(calc);
+    const int64_t s0 = calc.strides[0][last], s1 = calc.strides[1][last], s2 = calc.strides[2][last];
+    for_each_row(calc, begin, end, [&](const int64_t(&off)[3], int64_t n) {
+      T* o = out + off[0];
+      const T* x = in + off[1];
+      const bool* m = mask + off[2];
+      if (s0 == 1 && s1 == 1 && s2 == 1) {
+        for (int64_t k = 0; k < n; ++k) o[k] = m[k] ? value : x[k];
+      } else {
+        for (int64_t k = 0; k < n; ++k) o[k * s0] = m[k * s2] ? value : x[k * s1];
+      }
+    });
+  }
+};
+
+/// triu/tril: keeps in's element (i, j) of the last two dims where j - i is on the kept side of `diagonal`.
+template <typename T>
+struct TriangleLoop {
+  static constexpr int kPerThread = 1;
+  T* out;
+  const T* in;
+  kernels::OffsetCalculator<2> calc;
+  int64_t rows, cols, diagonal;
+  bool upper;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t o[2];
+    calc.offsets(i, o);
+    const int64_t j = i % cols, r = (i / cols) % rows;
+    const bool keep = upper ? j - r >= diagonal : j - r <= diagonal;
+    out[o[0]] = keep ? in[o[1]] : kernels::convert<T>(0);
+  }
+  void range(int64_t begin, int64_t end) const {
+    for (int64_t i = begin; i < end; ++i) (*this)(i);
+  }
+};
+
 /// Elements below which the CPU runs a loop inline rather than waking the pool; costly ops split sooner.
 template <typename Op>
 constexpr int64_t cpu_grain() {
@@ -472,6 +523,38 @@ inline void where_kernel(const ops::OpCall& call, const TensorView& out, const T
   kernels::dispatch<WhereVisit>(a.dtype, site_of(call, call.op), out, cond, a, b);
 }
 
+template <typename T>
+struct MaskedFillVisit {
+  static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& in, const TensorView& mask,
+                  const Scalar& value) {
+    const TensorView* views[3] = {&out, &in, &mask};
+    const T v = kernels::convert<T>(value.to<OpMath<T>>());
+    portable::run<MaskedFillLoop<T>>(
+        site, out.numel(),
+        MaskedFillLoop<T>{out.ptr<T>(), in.ptr<T>(), mask.ptr<bool>(), v, kernels::make_offset_calculator(views)});
+  }
+};
+inline void masked_fill_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in,
+                               const TensorView& mask, const Scalar& value) {
+  kernels::dispatch<MaskedFillVisit>(in.dtype, site_of(call, call.op), out, in, mask, value);
+}
+
+template <typename T>
+struct TriangleVisit {
+  static void run(const kernels::LaunchSite& site, const TensorView& out, const TensorView& in, int64_t diagonal,
+                  bool upper) {
+    const TensorView* views[2] = {&out, &in};
+    const int64_t rows = out.shape[out.dim() - 2], cols = out.shape[out.dim() - 1];
+    portable::run<TriangleLoop<T>>(site, out.numel(),
+                                   TriangleLoop<T>{out.ptr<T>(), in.ptr<T>(), kernels::make_offset_calculator(views),
+                                                   rows, cols, diagonal, upper});
+  }
+};
+inline void triangle_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in, int64_t diagonal,
+                            bool upper) {
+  kernels::dispatch<TriangleVisit>(in.dtype, site_of(call, call.op), out, in, diagonal, upper);
+}
+
 // Note [Elementwise families]
 // The rows of the op table are registered by family, and each family instantiates only its own loops: nvcc compiles
 // every loop for every dtype and GPU architecture, which made one translation unit for all of them the longest
@@ -501,7 +584,7 @@ inline void register_arithmetic_kernels(DeviceType type) {
   register_kernel<ops::BinaryFn>("minimum", type, Binary<MinOp>::kernel, supported_dtypes<MinOp>());
 }
 
-/// Comparisons and logical ops (bool results), and where.
+/// Comparisons and logical ops (bool results), and the selections where, masked_fill and triu/tril ("triangle").
 inline void register_comparison_kernels(DeviceType type) {
   using ops::register_kernel;
   register_kernel<ops::BinaryFn>("eq", type, Binary<EqOp>::kernel, supported_dtypes<EqOp>());
@@ -513,6 +596,8 @@ inline void register_comparison_kernels(DeviceType type) {
   register_kernel<ops::BinaryFn>("logical_xor", type, Binary<XorOp>::kernel, supported_dtypes<XorOp>());
   register_kernel<ops::UnaryFn>("logical_not", type, Unary<NotOp>::kernel, supported_dtypes<NotOp>());
   register_kernel<ops::WhereFn>("where", type, where_kernel, ops::DTypeSet::all());
+  register_kernel<ops::MaskedFillFn>("masked_fill", type, masked_fill_kernel, ops::DTypeSet::all());
+  register_kernel<ops::TriangleFn>("triangle", type, triangle_kernel, ops::DTypeSet::all());
 }
 
 /// Ops of a tensor and a scalar.
@@ -526,7 +611,7 @@ inline void register_scalar_kernels(DeviceType type) {
   register_kernel<ops::ScalarFn>("pow_scalar", type, pow_scalar_kernel, supported_dtypes<PowOp>());
 }
 
-/// neg, abs, exp, log, sqrt and rsqrt.
+/// neg, abs, exp, log, sqrt, rsqrt, sin, cos and erf.
 inline void register_unary_math_kernels(DeviceType type) {
   using ops::register_kernel;
   register_kernel<ops::UnaryFn>("neg", type, Unary<NegOp>::kernel, supported_dtypes<NegOp>());
@@ -535,6 +620,9 @@ inline void register_unary_math_kernels(DeviceType type) {
   register_kernel<ops::UnaryFn>("log", type, Unary<LogOp>::kernel, supported_dtypes<LogOp>());
   register_kernel<ops::UnaryFn>("sqrt", type, Unary<SqrtOp>::kernel, supported_dtypes<SqrtOp>());
   register_kernel<ops::UnaryFn>("rsqrt", type, Unary<RsqrtOp>::kernel, supported_dtypes<RsqrtOp>());
+  register_kernel<ops::UnaryFn>("sin", type, Unary<SinOp>::kernel, supported_dtypes<SinOp>());
+  register_kernel<ops::UnaryFn>("cos", type, Unary<CosOp>::kernel, supported_dtypes<CosOp>());
+  register_kernel<ops::UnaryFn>("erf", type, Unary<ErfOp>::kernel, supported_dtypes<ErfOp>());
 }
 
 /// Activations and clamp.
@@ -544,6 +632,7 @@ inline void register_activation_kernels(DeviceType type) {
   register_kernel<ops::UnaryFn>("sigmoid", type, Unary<SigmoidOp>::kernel, supported_dtypes<SigmoidOp>());
   register_kernel<ops::UnaryFn>("relu", type, Unary<ReluOp>::kernel, supported_dtypes<ReluOp>());
   register_kernel<ops::UnaryFn>("gelu", type, Unary<GeluOp>::kernel, supported_dtypes<GeluOp>());
+  register_kernel<ops::UnaryFn>("gelu_tanh", type, Unary<GeluTanhOp>::kernel, supported_dtypes<GeluTanhOp>());
   register_kernel<ops::ClampFn>("clamp", type, clamp_kernel, supported_dtypes<ClampOp>());
 }
 

@@ -163,5 +163,102 @@ inline void random_kernel(const ops::OpCall& call, const TensorView& out, const 
   kernels::dispatch<RandomFill>(out.dtype, call, out, spec);
 }
 
+// Note [Sampling from rows of weights]
+// multinomial draws each row in one thread, from Philox blocks of its own (ops/factory_kernels.h), so a row's
+// samples depend only on (seed, offset, row) and are the same on every device. With replacement, sample s of a row
+// takes a uniform u (lanes 2(s % 2), 2(s % 2) + 1 of block s / 2) and picks the first category whose running sum of
+// weights exceeds u * total, skipping zero weights. Without replacement, category j gets the key w_j / E_j with E_j
+// exponential (-log(1 - u_j)), and the samples are the categories of the num_samples largest keys, largest first:
+// the same distribution as drawing one category at a time and removing it (Efraimidis and Spirakis), found in
+// num_samples passes over the row, which needs no memory beyond the output.
+template <typename T>
+struct MultinomialBody {
+  int64_t* out;
+  const T* weights;
+  int64_t categories, num_samples, blocks_per_row;
+  bool replacement;
+  std::uint64_t seed, offset;
+
+  STRATA_HOST_DEVICE double uniform(int64_t row, int64_t i) const {
+    const PhiloxBlock b = philox_block(seed, offset + static_cast<std::uint64_t>(row * blocks_per_row + i / 2));
+    return i % 2 == 0 ? uniform_f64(b.w[0], b.w[1]) : uniform_f64(b.w[2], b.w[3]);
+  }
+  STRATA_HOST_DEVICE static double weight(const T* w, int64_t j) {
+    if constexpr (std::is_same_v<T, double>)
+      return w[j];
+    else
+      return static_cast<double>(static_cast<float>(w[j]));
+  }
+  STRATA_HOST_DEVICE double key(const T* w, int64_t row, int64_t j) const {
+    return weight(w, j) / -portable_log(1.0 - uniform(row, j));  // 1 - u is in (0, 1]; log(1) = 0 gives inf
+  }
+  STRATA_HOST_DEVICE void operator()(int64_t row) const {
+    const T* w = weights + row * categories;
+    int64_t* o = out + row * num_samples;
+    if (replacement) {
+      double total = 0;
+      int64_t last_positive = 0;
+      for (int64_t j = 0; j < categories; ++j) {
+        total += weight(w, j);
+        if (weight(w, j) > 0) last_positive = j;
+      }
+      for (int64_t s = 0; s < num_samples; ++s) {
+        const double target = uniform(row, s) * total;
+        double running = 0;
+        int64_t pick = last_positive;  // where rounding leaves the running sum short of the target
+        for (int64_t j = 0; j < categories; ++j) {
+          running += weight(w, j);
+          if (weight(w, j) > 0 && running > target) {
+            pick = j;
+            break;
+          }
+        }
+        o[s] = pick;
+      }
+      return;
+    }
+    double previous_key = 0;
+    int64_t previous = -1;
+    for (int64_t s = 0; s < num_samples; ++s) {
+      double best_key = -1;
+      int64_t best = -1;
+      for (int64_t j = 0; j < categories; ++j) {
+        if (!(weight(w, j) > 0)) continue;
+        const double k = key(w, row, j);
+        // Candidates come after the previous pick in the order (key descending, index ascending).
+        const bool after_previous = previous < 0 || k < previous_key || (k == previous_key && j > previous);
+        if (after_previous && (best < 0 || k > best_key)) {
+          best_key = k;
+          best = j;
+        }
+      }
+      o[s] = best;  // the tensors layer has checked that a row has num_samples positive weights
+      previous_key = best_key;
+      previous = best;
+    }
+  }
+};
+
+template <typename T>
+struct Multinomial {
+  static void run(const ops::OpCall& call, const TensorView& out, const TensorView& weights, bool replacement,
+                  std::uint64_t seed, std::uint64_t offset) {
+    if constexpr (kIsFloat<T>) {
+      const int64_t categories = weights.shape[weights.dim() - 1], num_samples = out.shape[out.dim() - 1];
+      kernels::forall(site_of(call, "multinomial"), weights.numel() / categories,
+                      MultinomialBody<T>{out.ptr<int64_t>(), weights.ptr<T>(), categories, num_samples,
+                                         ops::multinomial_blocks_per_row(categories, num_samples, replacement),
+                                         replacement, seed, offset});
+    } else {
+      STRATA_THROW(DTypeError, "{}: expected floating weights, got {}", call.op, dtype_of<T>);
+    }
+  }
+};
+
+inline void multinomial_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& weights,
+                               bool replacement, std::uint64_t seed, std::uint64_t offset) {
+  kernels::dispatch<Multinomial>(weights.dtype, call, out, weights, replacement, seed, offset);
+}
+
 }  // namespace STRATA_KERNEL_NS
 }  // namespace strata::portable

@@ -3,6 +3,8 @@
 // Indexing with data, written once; instantiated by backends/cpu/indexing_ops.cpp and backends/cuda/indexing_ops.cu.
 // Operands are contiguous (see ops/indexing_kernels.h); out-of-range indices are device-side asserts.
 
+#include <type_traits>
+
 #include "strata/backends/portable/launch_site.h"
 #include "strata/kernels/elementwise.h"
 #include "strata/ops/indexing_kernels.h"
@@ -177,6 +179,69 @@ inline void one_hot_kernel(const ops::OpCall& call, const TensorView& out, const
   kernels::forall(site, labels.numel(),
                   OneHotBody{out.ptr<int64_t>(), labels.ptr<int64_t>(), num_classes,
                              site.asserts("class label out of range [0, num_classes)")});
+}
+
+// Note [topk without scratch memory]
+// One thread per row keeps the row's best k so far in its rows of the outputs, best first, and inserts each element
+// that beats the last kept one by shifting the worse ones down. That needs no memory beyond the outputs on any device
+// and is O(size * k) at worst (a row sorted worst first); on rows in no particular order an element past the first
+// k is rarely inserted, so the usual cost is one comparison per element. Sampling's rows (a vocabulary, k up to a
+// few hundred) are that case.
+template <typename T>
+struct TopkBody {
+  using M = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+  T* values;
+  int64_t* indices;
+  const T* in;
+  int64_t size, k;
+  bool largest;
+  /// Whether (a at ia) comes before (b at ib): NaN is the largest value; ties keep the row's order.
+  STRATA_HOST_DEVICE bool before(M a, int64_t ia, M b, int64_t ib) const {
+    const bool a_nan = a != a, b_nan = b != b;  // never true for integers
+    if (a_nan || b_nan) {
+      if (a_nan && b_nan) return ia < ib;
+      return largest ? a_nan : b_nan;
+    }
+    if (a == b) return ia < ib;
+    return largest ? a > b : a < b;
+  }
+  STRATA_HOST_DEVICE void operator()(int64_t row) const {
+    T* v = values + row * k;
+    int64_t* idx = indices + row * k;
+    const T* x = in + row * size;
+    int64_t kept = 0;
+    for (int64_t j = 0; j < size; ++j) {
+      const M value = static_cast<M>(x[j]);
+      if (kept == k && !before(value, j, static_cast<M>(v[k - 1]), idx[k - 1])) continue;
+      int64_t p = kept < k ? kept++ : k - 1;
+      while (p > 0 && before(value, j, static_cast<M>(v[p - 1]), idx[p - 1])) {
+        v[p] = v[p - 1];
+        idx[p] = idx[p - 1];
+        --p;
+      }
+      v[p] = x[j];
+      idx[p] = j;
+    }
+  }
+};
+
+template <typename T>
+struct Topk {
+  static void run(const ops::OpCall& call, const TensorView& values, const TensorView& indices, const TensorView& in,
+                  int64_t k, bool largest) {
+    if constexpr (std::is_same_v<T, bool>) {
+      STRATA_THROW(DTypeError, "{}: not supported for bool tensors", call.op);
+    } else {
+      const int64_t size = in.shape[in.dim() - 1];
+      kernels::forall(site_of(call, "topk"), in.numel() / size,
+                      TopkBody<T>{values.ptr<T>(), indices.ptr<int64_t>(), in.ptr<T>(), size, k, largest});
+    }
+  }
+};
+
+inline void topk_kernel(const ops::OpCall& call, const TensorView& values, const TensorView& indices,
+                        const TensorView& in, int64_t k, bool largest) {
+  kernels::dispatch<Topk>(in.dtype, call, values, indices, in, k, largest);
 }
 
 }  // namespace STRATA_KERNEL_NS
