@@ -31,6 +31,25 @@ class ParamGroup(dict):
         super().__setitem__(key, value)
 
 
+def _signature(*names_and_defaults):
+    """The constructor's signature, which inspect cannot read from a compiled class: nanoGPT asks
+    inspect.signature(torch.optim.AdamW).parameters whether a fused form exists."""
+    import inspect
+
+    return inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                default=default)
+                              for name, default in names_and_defaults])
+
+
+_REQUIRED = __import__("inspect").Parameter.empty
+SGD.__signature__ = _signature(("params", _REQUIRED), ("lr", _REQUIRED), ("momentum", 0.0), ("dampening", 0.0),
+                               ("weight_decay", 0.0), ("nesterov", False))
+Adam.__signature__ = _signature(("params", _REQUIRED), ("lr", 1e-3), ("betas", (0.9, 0.999)), ("eps", 1e-8),
+                                ("weight_decay", 0.0))
+AdamW.__signature__ = _signature(("params", _REQUIRED), ("lr", 1e-3), ("betas", (0.9, 0.999)), ("eps", 1e-8),
+                                 ("weight_decay", 0.01))
+
+
 def _param_groups(self):
     return [ParamGroup(self, i) for i in range(self._group_count())]
 
