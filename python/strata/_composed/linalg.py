@@ -1,4 +1,4 @@
-"""Vector and matrix functions without a kernel: dot, mv, outer, tril, triu, diag, trace, flip, roll, movedim,
+"""Vector and matrix functions without a kernel: dot, mv, outer, diag, trace, flip, roll, movedim,
 swapaxes, broadcast_to, broadcast_tensors, hstack, vstack, repeat_interleave, meshgrid, numel, amax, amin,
 count_nonzero, cumprod, logspace."""
 import numpy as np
@@ -24,24 +24,6 @@ def mv(input, vec):
 
 def outer(input, vec2):
     return input.reshape(-1, 1) * vec2.reshape(1, -1)
-
-
-def _triangle(input, diagonal, lower):
-    if input.dim() < 2:
-        raise strata.ShapeError(f"{'tril' if lower else 'triu'}: input tensor must have at least 2 dimensions")
-    rows, cols = input.shape[-2:]
-    i = strata.arange(rows, device=input.device).unsqueeze(1)
-    j = strata.arange(cols, device=input.device).unsqueeze(0)
-    keep = (j - i <= diagonal) if lower else (j - i >= diagonal)
-    return strata.where(keep, input, strata.zeros_like(input))
-
-
-def tril(input, diagonal=0):
-    return _triangle(input, diagonal, True)
-
-
-def triu(input, diagonal=0):
-    return _triangle(input, diagonal, False)
 
 
 def diag(input, diagonal=0):
@@ -189,7 +171,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     return out.requires_grad_(requires_grad)
 
 
-for _f in (dot, mv, outer, tril, triu, diag, trace, flip, roll, movedim, swapaxes, broadcast_to, repeat_interleave,
+for _f in (dot, mv, outer, diag, trace, flip, roll, movedim, swapaxes, broadcast_to, repeat_interleave,
            numel, amax, amin, count_nonzero, cumprod):
     export(_f)
 for _f in (broadcast_tensors, meshgrid, logspace, hstack, vstack):

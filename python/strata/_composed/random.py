@@ -1,5 +1,5 @@
 """Random functions without a kernel, drawn from Strata's generators (so strata.manual_seed makes them
-reproducible): normal with tensor or number arguments, randperm, bernoulli, multinomial, bernoulli_, exponential_."""
+reproducible): normal with tensor or number arguments, randperm, bernoulli, bernoulli_, exponential_."""
 import numpy as np
 
 import strata
@@ -42,32 +42,8 @@ def exponential_(self, lambd=1.0):
         return self.copy_(-strata.log(1 - strata.rand_like(self)) / lambd)
 
 
-def multinomial(input, num_samples, replacement=False, *, generator=None):
-    """Rows of non-negative weights; with replacement by inverse CDF, without by Gumbel top-k, from uniform draws."""
-    weights = input.detach().double().cpu().numpy()
-    rows = weights.reshape(-1, weights.shape[-1])
-    if (rows < 0).any() or not np.isfinite(rows).all() or (rows.sum(1) <= 0).any():
-        raise strata.InvalidArgumentError("multinomial: probabilities must be finite, non-negative and sum to > 0")
-    if not replacement and num_samples > (rows > 0).sum(1).min():
-        raise strata.InvalidArgumentError("multinomial: cannot sample more without replacement than there are "
-                                          "non-zero probabilities")
-    uniform = strata.rand(rows.shape[0], num_samples if replacement else rows.shape[1],
-                          dtype=strata.float64).numpy()
-    if replacement:
-        cdf = np.cumsum(rows, 1) / rows.sum(1, keepdims=True)
-        picks = np.stack([np.searchsorted(c, u, side="right") for c, u in zip(cdf, uniform)])
-        picks = np.minimum(picks, rows.shape[1] - 1)
-    else:
-        with np.errstate(divide="ignore"):
-            keys = np.log(rows) - np.log(-np.log(np.clip(uniform, 1e-300, 1.0)))
-        picks = np.argsort(-keys, 1, kind="stable")[:, :num_samples]
-    picks = picks.reshape(weights.shape[:-1] + (num_samples,)).astype(np.int64)
-    return strata.from_numpy(np.ascontiguousarray(picks)).to(input.device)
-
-
 export(normal, method=False)
 export(randperm, method=False)
 export(bernoulli)
-export(multinomial)
 export(bernoulli_, function_too=False)
 export(exponential_, function_too=False)

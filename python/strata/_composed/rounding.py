@@ -1,8 +1,6 @@
-"""Rounding (round, floor, ceil, trunc), sin, cos and tan, and remainder and floor division with Python's signs."""
-import math
-
-
+"""Rounding (round, floor, ceil, trunc), tan, and remainder and floor division with Python's signs."""
 import strata
+from strata import _C
 from strata._composed._registry import Tensor, as_tensor_like, export, zero_gradient
 
 
@@ -54,40 +52,12 @@ for _f in (round, floor, ceil, trunc):
 export(trunc, "fix")
 
 
-# --- sin and cos: reduced in float64 by the nearest multiple of pi, then an odd Taylor polynomial on [-pi/2, pi/2]
-# (its error there is below 1e-15), then cast back: float32 results are PyTorch's to the last bit or one ulp.
-_SIN_COEFFICIENTS = [(-1) ** n / math.factorial(2 * n + 1) for n in range(11)]
-
-
-def _sin_of(x, shift):
-    wide = x.double() if x.dtype != strata.float64 else x
-    shifted = wide + shift if shift else wide
-    with strata.no_grad():
-        k = _round_half_even(shifted / math.pi)
-        sign = 1 - 2 * (k - floor(k / 2) * 2)
-    r = shifted - k * math.pi
-    r2 = r * r
-    poly = strata.full_like(r2, _SIN_COEFFICIENTS[-1])
-    for c in reversed(_SIN_COEFFICIENTS[:-1]):
-        poly = poly * r2 + c
-    out = r * poly * sign
-    return out.to(x.dtype) if x.is_floating_point() else out.float()
-
-
-def sin(input):
-    return _sin_of(input, 0.0)
-
-
-def cos(input):
-    return _sin_of(input, math.pi / 2)
-
-
+# --- tan from the sin and cos kernels
 def tan(input):
-    return sin(input) / cos(input)
+    return _C.sin(input) / _C.cos(input)
 
 
-for _f in (sin, cos, tan):
-    export(_f)
+export(tan)
 
 
 # --- remainder and floor division, Python's (and PyTorch's) sign conventions

@@ -1,12 +1,10 @@
-"""Sorting and selection: sort, argsort, topk, unique, nonzero, masked_select, masked_fill, and where with one
-argument or numbers."""
-import builtins
-
+"""Sorting and selection: sort, argsort, unique, nonzero, masked_select, and where with one argument or numbers
+(topk and masked_fill are kernels)."""
 import numpy as np
 
 import strata
 from strata import _C
-from strata._composed._registry import Tensor, export, exported, in_place, named
+from strata._composed._registry import Tensor, export, exported, named
 
 
 # --- sorting and selection
@@ -36,15 +34,6 @@ def sort(input, dim=-1, descending=False, stable=False):
 
 def argsort(input, dim=-1, descending=False, stable=False):
     return sort(input, dim, descending, stable).indices
-
-
-def topk(input, k, dim=-1, largest=True, sorted=True):
-    d = dim % builtins.max(input.dim(), 1)
-    size = input.shape[d] if input.dim() else 1
-    if not 0 <= k <= size:
-        raise strata.IndexError(f"topk: k ({k}) is out of range for dimension {dim} of size {size}")
-    ordered = sort(input, d, descending=largest)
-    return named("topk", ["values", "indices"])(ordered.values.narrow(d, 0, k), ordered.indices.narrow(d, 0, k))
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
@@ -77,19 +66,6 @@ def masked_select(input, mask):
     return flat.index_select(0, nonzero(mask.expand(*shape).reshape(-1), as_tuple=True)[0])
 
 
-def masked_fill(input, mask, value):
-    if mask.dtype != strata.bool:
-        raise strata.DTypeError(f"masked_fill: the mask must be a bool tensor, got {mask.dtype}")
-    fill = value.to(input.dtype) if isinstance(value, Tensor) else strata.full_like(input, value)
-    if isinstance(value, Tensor) and value.dim() != 0:
-        raise strata.ShapeError(f"masked_fill: only a 0-dimension value tensor is supported, got {value.dim()} dims")
-    return strata.where(mask, fill.expand_as(input) if fill.dim() == 0 else fill, input)
-
-
-def masked_fill_(self, mask, value):
-    return in_place(self, lambda x: masked_fill(x, mask, value))
-
-
 def where(condition, input=None, other=None):
     """where(condition): nonzero(condition, as_tuple=True); where(condition, x, y) with numbers on either side."""
     if input is None and other is None:
@@ -103,8 +79,7 @@ def where(condition, input=None, other=None):
     return _C.where(condition, input, other)
 
 
-for _f in (sort, argsort, topk, unique, nonzero, argwhere, masked_select, masked_fill):
+for _f in (sort, argsort, unique, nonzero, argwhere, masked_select):
     export(_f)
-export(masked_fill_, function_too=False)
 Tensor.where = lambda self, condition, other: where(condition, self, other)
 exported["where"] = where

@@ -1,8 +1,5 @@
-"""Shapes and construction: chunk, split, unbind, repeat, tile, view_as, ravel, mT, new_*, type(), format specs
+"""Shapes and construction: unbind, repeat, tile, view_as, ravel, mT, new_*, type(), format specs
 on 0-d tensors, uniform_ and normal_."""
-import builtins
-
-
 import strata
 from strata import _C
 from strata._composed._registry import Tensor, export
@@ -15,32 +12,6 @@ def view_as(self, other):
 
 def ravel(input):
     return input.reshape(-1)
-
-
-def chunk(input, chunks, dim=0):
-    if chunks <= 0:
-        raise ValueError(f"chunk: chunks must be greater than 0, got {chunks}")
-    size = input.shape[dim]
-    return split(input, builtins.max(1, -(-size // chunks)), dim)
-
-
-def split(tensor, split_size_or_sections, dim=0):
-    size = tensor.shape[dim]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        if step <= 0:
-            raise ValueError(f"split: split_size must be positive, got {step}")
-        sections = [builtins.min(step, size - start) for start in range(0, size, step)] or [0]
-    else:
-        sections = list(split_size_or_sections)
-        if builtins.sum(sections) != size:
-            raise ValueError(f"split: split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
-                             f"size at dimension {dim}), but got split_sizes={sections}")
-    out, start = [], 0
-    for n in sections:
-        out.append(tensor.narrow(dim, start, n))
-        start += n
-    return tuple(out)
 
 
 def unbind(input, dim=0):
@@ -69,7 +40,7 @@ def tile(input, dims):
     return repeat(input, *((1,) * (input.dim() - len(dims)) + dims))
 
 
-for _f in (view_as, ravel, chunk, split, unbind, tile):
+for _f in (view_as, ravel, unbind, tile):
     export(_f, function_too=_f not in (view_as,))
 export(repeat, function_too=False)
 if not hasattr(Tensor, "mT"):
