@@ -21,6 +21,7 @@
 #include "progress.h"
 #include "tools/tool_output.h"
 #include "trainer.h"
+#include "training_log.h"
 
 namespace {
 
@@ -144,7 +145,10 @@ nlohmann::json to_json(const train::EpochReport& r) {
           {"seconds", r.seconds},
           {"images_per_second", r.images_per_second},
           {"peak_memory_bytes", r.peak_memory_bytes},
-          {"synchronizations", r.synchronizations}};
+          {"synchronizations", r.synchronizations},
+          {"host_to_device_copies", r.host_to_device_copies},
+          {"device_to_host_copies", r.device_to_host_copies},
+          {"device_to_device_copies", r.device_to_device_copies}};
 }
 
 }  // namespace
@@ -157,6 +161,7 @@ int main(int argc, char** argv) {
   std::string recipe = "reference";
   std::string data_dir = std::string(data::kFashionMnistDir);
   std::string checkpoint;
+  std::string logdir;
   double lr = 0;
   int64_t train_images = 0, test_images = 0;
   bool json = false;
@@ -187,6 +192,9 @@ int main(int argc, char** argv) {
                "training images, still cannot change)");
   app.add_option("--train-images", train_images, "train on the first N images only (0: all)")->check(count);
   app.add_option("--test-images", test_images, "test on the first N images only (0: all)")->check(count);
+  app.add_option("--logdir", logdir,
+                 "write TensorBoard event files into DIR: each step's loss and learning rate, each epoch's figures, "
+                 "peak memory, copies and synchronisations (view with: tensorboard --logdir DIR)");
   app.add_flag("--json", json, "print one JSON document instead of lines");
   CLI11_PARSE(app, argc, argv);
   options.resume = options.resume || options.accept_changes;
@@ -200,6 +208,10 @@ int main(int argc, char** argv) {
     options.recipe = recipe == "fast" ? train::Recipe::Fast : train::Recipe::Reference;
     if (app.count("--lr") > 0) options.lr = lr;
     if (app.count("--checkpoint") > 0) options.checkpoint = checkpoint;
+    // Opened before the data is read, so that a directory that cannot be written is refused before any work.
+    std::optional<train::TrainingLog> log;  // rank 0 writes (Note [What --logdir writes])
+    if (app.count("--logdir") > 0 && speaks) log.emplace(logdir, options.device);
+    options.record_steps = log.has_value();
 
     const data::FashionMnist train_split(data_dir, data::Split::Train);
     const data::FashionMnist test_split(data_dir, data::Split::Test);
@@ -246,6 +258,7 @@ int main(int argc, char** argv) {
       }
     };
     auto on_epoch = [&](const train::EpochReport& r) {
+      if (log) log->epoch(r, trainer.steps_per_epoch());
       if (json || !speaks) return;
       fmt::print(
           "epoch {}/{}  train loss {:.4f}  train acc {:.2f}%  test acc {:.2f}%  {:.1f} s  {:.0f} img/s  "

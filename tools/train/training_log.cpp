@@ -6,9 +6,8 @@
 
 namespace strata::train {
 
-TrainingLog::TrainingLog(const std::filesystem::path& dir, int64_t steps_per_epoch, Device device,
-                         const std::string& option)
-    : steps_per_epoch_(steps_per_epoch), device_(fmt::format("{}", device)) {
+TrainingLog::TrainingLog(const std::filesystem::path& dir, Device device, const std::string& option)
+    : device_(fmt::format("{}", device)) {
   try {
     writer_ = std::make_unique<SummaryWriter>(dir);
   } catch (const IOError& e) {
@@ -16,14 +15,14 @@ TrainingLog::TrainingLog(const std::filesystem::path& dir, int64_t steps_per_epo
   }
 }
 
-void TrainingLog::epoch(const EpochReport& r) {
-  const int64_t first = (r.epoch - 1) * steps_per_epoch_ + r.first_step;  // steps done before this report's
+void TrainingLog::epoch(const EpochReport& r, int64_t steps_per_epoch) {
+  const int64_t first = (r.epoch - 1) * steps_per_epoch + r.first_step;  // steps done before this report's
   for (std::size_t i = 0; i < r.step_losses.size(); ++i) {
     const int64_t step = first + static_cast<int64_t>(i) + 1;
     writer_->add_scalar("step/loss", r.step_losses[i], step);
     writer_->add_scalar("step/lr", r.step_lrs.at(i), step);
   }
-  const int64_t step = r.epoch * steps_per_epoch_;
+  const int64_t step = r.epoch * steps_per_epoch;
   writer_->add_scalar("epoch/train_loss", r.train_loss, step);
   writer_->add_scalar("epoch/train_accuracy", r.train_accuracy, step);
   writer_->add_scalar("epoch/test_accuracy", r.test_accuracy, step);

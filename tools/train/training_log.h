@@ -29,15 +29,13 @@ class TrainingLog {
  public:
   /// Opens a new event file in `dir` (created when missing). A directory that cannot be written is refused here,
   /// before any training: InvalidArgumentError naming `option` and the path.
-  TrainingLog(const std::filesystem::path& dir, int64_t steps_per_epoch, Device device,
-              const std::string& option = "--logdir");
+  TrainingLog(const std::filesystem::path& dir, Device device, const std::string& option = "--logdir");
   /// Writes an epoch's figures (and its steps', when the run recorded them) and flushes the file.
-  void epoch(const EpochReport& r);
+  void epoch(const EpochReport& r, int64_t steps_per_epoch);
   const std::filesystem::path& file() const { return writer_->file(); }
 
  private:
   std::unique_ptr<SummaryWriter> writer_;
-  int64_t steps_per_epoch_;
   std::string device_;
 };
 
