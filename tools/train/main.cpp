@@ -248,8 +248,9 @@ int main(int argc, char** argv) {
       if (style == tools::ProgressStyle::None) return;
       // A new bar at an epoch's first step reported: 1, or where a resumed epoch goes on.
       if (!bar || bar->epoch() != trainer.epochs_done() + 1) {
-        bar = std::make_unique<tools::ProgressBar>(style, trainer.epochs_done() + 1, options.epochs, options.batch_size,
-                                                   step, seconds());
+        // Images per step of the world, as the epoch's line counts them.
+        bar = std::make_unique<tools::ProgressBar>(style, trainer.epochs_done() + 1, options.epochs,
+                                                   options.batch_size * world.size(), step, seconds());
       }
       const std::string frame = bar->frame(step, steps, seconds());
       if (!frame.empty()) {
