@@ -399,20 +399,3 @@ class Sequential(ModuleList):
                 run = []
             x = m(x)
         return _C.nn.run_layers(run, x, True) if run else x
-        from strata.nn.layers import Conv2d, MaxPool2d, ReLU  # layers imports this module
-
-        mods = list(self._modules.values())
-        i = 0
-        while i < len(mods):
-            # Exact types, as in C++: a subclass may override forward, and is never fused.
-            if type(mods[i]) is Conv2d and i + 1 < len(mods) and type(mods[i + 1]) is ReLU:
-                if i + 2 < len(mods) and type(mods[i + 2]) is MaxPool2d:
-                    x = strata.relu(mods[i + 2](mods[i](x)))
-                    i += 3
-                else:
-                    x = mods[i]._cpp.call_with_relu(x)
-                    i += 2
-            else:
-                x = mods[i](x)
-                i += 1
-        return x
