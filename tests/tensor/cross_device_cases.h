@@ -95,6 +95,24 @@ inline std::vector<OpCase> op_cases() {
          return cat({out.flatten(), fused.flatten(), in.grad().flatten(), weight.grad().flatten(),
                      bias.grad().flatten()}, 0);
        }},
+      {"attention_and_backward", [](V x) {
+         // The fused attention, plain, causal with dropout (Philox: the CPU's mask) and with a boolean mask, and
+         // its backward kernel. The generator's state is put back for the cases after this one.
+         namespace F = nn::functional;
+         Tensor q = x[0].reshape({2, 4, 16}).detach(), k = x[1].reshape({2, 4, 16}).detach();
+         Tensor v = x[1].reshape({2, 4, 16}).narrow(2, 0, 5).contiguous().detach();
+         for (Tensor* t : {&q, &k, &v}) t->requires_grad_();
+         Generator& generator = default_generator(q.device());
+         const GeneratorState before = generator.state();
+         generator.manual_seed(20261127);
+         const Tensor a = F::scaled_dot_product_attention(q, k, v);
+         const Tensor b = F::scaled_dot_product_attention(q, k, v, {}, 0.3, true);
+         const Tensor c = F::scaled_dot_product_attention(q, k, v, gt(x[2].narrow(0, 0, 4), x[2].narrow(0, 4, 4)));
+         generator.set_state(before);
+         const Tensor out = cat({a.flatten(), b.flatten(), c.flatten()}, 0);
+         sum(mul(out, out)).backward();
+         return cat({out.detach(), q.grad().flatten(), k.grad().flatten(), v.grad().flatten()}, 0);
+       }},
       {"random", [](V x) {
          // The device's own generator, seeded alike on every device: Philox gives the CPU's values bit for bit
          // (Note [Random numbers on every device]). The generator's state is put back for the cases after this one.
