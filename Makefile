@@ -33,7 +33,7 @@ deps:
 	@scripts/install-deps
 
 deps-run:
-	@scripts/install-deps --run $(if $(filter ON,$(STRATA_WITH_HIP)),--hip)
+	@scripts/install-deps $(strip --run $(if $(filter ON,$(STRATA_WITH_HIP)),--hip))
 
 $(BUILD)/build.ninja: | deps
 	cmake --preset $(PRESET)
