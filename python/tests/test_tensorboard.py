@@ -188,6 +188,8 @@ def test_bad_values_are_refused(tmp_path):
             w.add_histogram("h", [1.0, float("nan")], 0)
         with pytest.raises(TypeError, match="bins"):
             w.add_histogram("h", [1.0], 0, bins=2.5)
+        with pytest.raises(NotImplementedError, match="new_style"):
+            w.add_scalar("x", 1.0, 0, new_style=True)
     with pytest.raises(strata.IOError, match="closed"):
         w.add_scalar("x", 1.0, 0)
     (tmp_path / "plain").write_text("")

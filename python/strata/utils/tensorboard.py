@@ -81,6 +81,9 @@ class SummaryWriter:
 
     def add_scalar(self, tag, scalar_value, global_step=None, walltime=None, new_style=False,
                    double_precision=False):
+        if new_style or double_precision:
+            # PyTorch's new style writes a tensor summary with plugin metadata; this writer has simple_value only.
+            raise NotImplementedError("add_scalar(new_style=True, double_precision=True) is not supported")
         self._writer.add_scalar(str(tag), _number(scalar_value, f"add_scalar('{tag}'): scalar_value"),
                                 _step(global_step), _walltime(walltime))
 
