@@ -192,5 +192,7 @@ void register_identity(py::module_& m);
 void register_jit(py::module_& m);
 /// The TensorBoard event file writer (tensorboard.cpp).
 void register_tensorboard(py::module_& m);
+/// strata.amp: autocast's setting and GradScaler (amp.cpp).
+void register_amp(py::module_& m);
 
 }  // namespace strata::python

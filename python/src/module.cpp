@@ -229,5 +229,6 @@ PYBIND11_MODULE(_C, m) {
   register_identity(m);
   register_jit(m);
   register_tensorboard(m);
+  register_amp(m);
   rewrite_argument_errors(m);
 }

@@ -11,6 +11,7 @@
 #include "strata/nn/functional.h"
 #include "strata/ops/checks.h"
 #include "strata/ops/dnn_kernels.h"
+#include "strata/tensor/autocast.h"
 #include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
@@ -175,15 +176,28 @@ Tensor convolution(const char* op, const Tensor& input_arg, const Tensor& weight
   return out;
 }
 
+/// Autocast's operands of a convolution: the low-precision dtype on GPUs; f32 on the CPU, which has no f16 or bf16
+/// convolution kernel (PyTorch runs them in bf16 there through oneDNN), so a bf16 input from a product goes back.
+std::optional<std::array<Tensor, 4>> autocast_operands(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  if (input.defined() && input.device().is_cpu()) return amp::detail::f32_operands({&input, &weight, &bias});
+  return amp::detail::low_precision_operands({&input, &weight, &bias});
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding,
               Pair dilation, int64_t groups) {
+  if (auto cast = autocast_operands(input, weight, bias)) {
+    return conv2d((*cast)[0], (*cast)[1], (*cast)[2], stride, padding, dilation, groups);
+  }
   return convolution("conv2d", input, weight, bias, stride, padding, dilation, groups, false);
 }
 
 Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding,
                    Pair dilation, int64_t groups) {
+  if (auto cast = autocast_operands(input, weight, bias)) {
+    return conv2d_relu((*cast)[0], (*cast)[1], (*cast)[2], stride, padding, dilation, groups);
+  }
   return convolution("conv2d_relu", input, weight, bias, stride, padding, dilation, groups, true);
 }
 

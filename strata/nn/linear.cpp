@@ -2,11 +2,15 @@
 
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
+#include "strata/tensor/autocast.h"
 #include "strata/tensor/functions.h"
 
 namespace strata::nn::functional {
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  if (auto cast = amp::detail::low_precision_operands({&input, &weight, &bias})) {
+    return linear((*cast)[0], (*cast)[1], (*cast)[2]);
+  }
   STRATA_CHECK(input.defined() && weight.defined(), InvalidArgumentError,
                "linear: the input and the weight must be defined tensors");
   STRATA_CHECK(weight.dim() == 2, ShapeError, "linear: weight must be 2-D [out_features, in_features], got {}",

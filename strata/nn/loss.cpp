@@ -13,6 +13,7 @@
 #include "strata/nn/functional.h"
 #include "strata/ops/checks.h"
 #include "strata/ops/indexing_kernels.h"
+#include "strata/tensor/autocast.h"
 #include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
@@ -119,6 +120,9 @@ void check_reduction(const char* op, Reduction reduction) {
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction, double label_smoothing,
                      int64_t ignore_index) {
+  if (auto cast = amp::detail::f32_operands({&logits, &target})) {
+    return cross_entropy((*cast)[0], (*cast)[1], reduction, label_smoothing, ignore_index);
+  }
   constexpr const char* op = "cross_entropy";
   check_reduction(op, reduction);
   STRATA_CHECK(label_smoothing >= 0.0 && label_smoothing < 1.0, InvalidArgumentError,
@@ -153,6 +157,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reduction, int64_t ignore_index) {
+  if (auto cast = amp::detail::f32_operands({&log_probs, &target})) {
+    return nll_loss((*cast)[0], (*cast)[1], reduction, ignore_index);
+  }
   constexpr const char* op = "nll_loss";
   check_reduction(op, reduction);
   const ClassRows in = class_rows(op, "log_probs", log_probs, target);
@@ -175,6 +182,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, Reduction reducti
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (auto cast = amp::detail::f32_operands({&input, &target})) return mse_loss((*cast)[0], (*cast)[1], reduction);
   constexpr const char* op = "mse_loss";
   check_reduction(op, reduction);
   STRATA_CHECK(input.defined() && target.defined(), InvalidArgumentError, "{}: input and target must be defined", op);

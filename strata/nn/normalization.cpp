@@ -8,6 +8,7 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
+#include "strata/tensor/autocast.h"
 #include "strata/tensor/autograd_support.h"
 #include "strata/tensor/functions.h"
 
@@ -179,6 +180,9 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  if (auto cast = amp::detail::f32_operands({&input, &weight, &bias})) {
+    return layer_norm((*cast)[0], normalized_shape, (*cast)[1], (*cast)[2], eps);
+  }
   constexpr const char* op = "layer_norm";
   STRATA_CHECK(input.defined(), InvalidArgumentError, "{}: the input tensor is undefined", op);
   STRATA_CHECK(is_floating(input.dtype()), DTypeError, "{}: input must be a floating tensor, got {}", op,

@@ -8,6 +8,7 @@
 #include "strata/core/error.h"
 #include "strata/ops/checks.h"
 #include "strata/ops/matmul_kernels.h"
+#include "strata/tensor/autocast.h"
 #include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
@@ -231,12 +232,14 @@ Tensor& record_product(const char* op, const Tensor& a, const Tensor& b, Tensor&
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (auto cast = amp::detail::low_precision_operands({&a, &b})) return matmul((*cast)[0], (*cast)[1]);
   check_operands("matmul", a, b);
   Tensor out = product("matmul", a, b, 1.0, 0.0, nullptr);
   return record_product("matmul", a, b, out);
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (auto cast = amp::detail::low_precision_operands({&a, &b})) return mm((*cast)[0], (*cast)[1]);
   check_operands("mm", a, b);
   STRATA_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "mm: both arguments must be 2-D, got shapes {} and {}",
                a.shape(), b.shape());
@@ -245,6 +248,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (auto cast = amp::detail::low_precision_operands({&a, &b})) return bmm((*cast)[0], (*cast)[1]);
   check_operands("bmm", a, b);
   STRATA_CHECK(a.dim() == 3 && b.dim() == 3 && a.size(0) == b.size(0), ShapeError,
                "bmm: both arguments must be 3-D with the same batch size, got shapes {} and {}", a.shape(), b.shape());
@@ -253,6 +257,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha) {
+  if (auto cast = amp::detail::low_precision_operands({&bias, &a, &b})) {
+    return addmm((*cast)[0], (*cast)[1], (*cast)[2], beta, alpha);
+  }
   constexpr const char* op = "addmm";
   check_operands(op, a, b);
   STRATA_CHECK(bias.defined(), InvalidArgumentError, "{}: the bias is an undefined tensor", op);

@@ -6,6 +6,7 @@
 #include "strata/core/error.h"
 #include "strata/ops/checks.h"
 #include "strata/ops/reduce_kernels.h"
+#include "strata/tensor/autocast.h"
 #include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
@@ -276,6 +277,7 @@ Tensor logsumexp(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim
 }
 
 Tensor softmax(const Tensor& a, int64_t dim) {
+  if (auto cast = amp::detail::f32_operands({&a})) return softmax((*cast)[0], dim);
   Tensor out = softmax_impl("softmax", a, dim, false);
   if (detail::needs_grad({&a})) {
     const std::vector<int64_t> dims{a.dim() == 0 ? 0 : dim};
@@ -291,6 +293,7 @@ Tensor softmax(const Tensor& a, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& a, int64_t dim) {
+  if (auto cast = amp::detail::f32_operands({&a})) return log_softmax((*cast)[0], dim);
   Tensor out = softmax_impl("log_softmax", a, dim, true);
   if (detail::needs_grad({&a})) {
     const std::vector<int64_t> dims{a.dim() == 0 ? 0 : dim};
