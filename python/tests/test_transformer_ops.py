@@ -116,6 +116,8 @@ def test_gelu_both_forms_and_errors():
     assert np.allclose(nn.GELU(approximate="tanh")(x).numpy(), tanh.numpy())
     with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
         F.gelu(x, approximate="fast")
+    y = strata.tensor([0.5, -2.0])
+    assert y.erf_() is y and np.allclose(y.numpy(), [math.erf(0.5), math.erf(-2.0)])
 
 
 # --- the nanoGPT pieces that existed before issue 32 ---

@@ -13,7 +13,8 @@ namespace strata::ops {
 // Ops with UnaryFn: "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "erf", "tanh", "sigmoid", "relu",
 // "gelu" (exact), "gelu_tanh" (approximate="tanh"), "logical_not". Ops with BinaryFn: "mul", "div", "pow", "maximum",
 // "minimum", "eq", "ne", "lt", "le", "logical_and", "logical_or", "logical_xor" (gt and ge are lt and le with the
-// operands swapped).
+// operands swapped), and the derivatives "relu_backward", "gelu_backward", "gelu_tanh_backward" (a = the incoming
+// gradient, b = the op's input).
 
 /// out = a + alpha * b ("add"; sub is add with -alpha).
 using AddFn = void(const OpCall&, const TensorView& out, const TensorView& a, const TensorView& b, const Scalar& alpha);

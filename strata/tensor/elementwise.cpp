@@ -22,7 +22,8 @@ namespace {
 const ops::KernelSlot<ops::AddFn> add_slot("add");
 const ops::KernelSlot<ops::BinaryFn> mul_slot("mul"), div_slot("div"), pow_slot("pow"), maximum_slot("maximum"),
     minimum_slot("minimum"), eq_slot("eq"), ne_slot("ne"), lt_slot("lt"), le_slot("le"), and_slot("logical_and"),
-    or_slot("logical_or"), xor_slot("logical_xor"), relu_backward_slot("relu_backward");
+    or_slot("logical_or"), xor_slot("logical_xor"), relu_backward_slot("relu_backward"),
+    gelu_backward_slot("gelu_backward"), gelu_tanh_backward_slot("gelu_tanh_backward");
 const ops::KernelSlot<ops::ScalarFn> add_scalar_slot("add_scalar"), rsub_scalar_slot("rsub_scalar"),
     mul_scalar_slot("mul_scalar"), div_scalar_slot("div_scalar"), rdiv_scalar_slot("rdiv_scalar"),
     pow_scalar_slot("pow_scalar");
@@ -379,29 +380,25 @@ STRATA_FLOATING_UNARY(sqrt, g * 0.5 / out)
 STRATA_FLOATING_UNARY(rsqrt, g * out * out * out * -0.5)
 STRATA_FLOATING_UNARY(tanh, g * (1.0 - out * out))
 STRATA_FLOATING_UNARY(sigmoid, g * out * (1.0 - out))
-// gelu(x) = x * Phi(x): d/dx = Phi(x) + x * phi(x), with Phi(x) = gelu(x) / x (1/2 at 0) and phi the normal density.
-STRATA_FLOATING_UNARY(gelu, g * (where(eq(a, zero_of(a)), scalar_tensor(0.5, TensorOptions(a.dtype()).device(a.device())),
-                                       out / a) +
-                                 a * exp(a * a * -0.5) * 0.3989422804014327))
-STRATA_FLOATING_UNARY(sin, g* cos(a))
-STRATA_FLOATING_UNARY(cos, -(g* sin(a)))
+STRATA_FLOATING_UNARY(sin, g * cos(a))
+STRATA_FLOATING_UNARY(cos, -(g * sin(a)))
 // erf'(x) = 2 / sqrt(pi) * exp(-x^2).
-STRATA_FLOATING_UNARY(erf, g* exp(a* a * -1.0) * 1.1283791670955126)
+STRATA_FLOATING_UNARY(erf, g * exp(a * a * -1.0) * 1.1283791670955126)
 #undef STRATA_FLOATING_UNARY
 
+// GELU in both forms; each derivative is one kernel of (g, x) (GeluGradOp and GeluTanhGradOp state the formulas).
+Tensor gelu(const Tensor& a) { return gelu(a, "none"); }
+
 Tensor gelu(const Tensor& a, std::string_view approximate) {
-  if (approximate == "none") return gelu(a);
-  STRATA_CHECK(approximate == "tanh", InvalidArgumentError,
+  STRATA_CHECK(approximate == "none" || approximate == "tanh", InvalidArgumentError,
                "gelu: approximate argument must be either none or tanh, got \"{}\"", approximate);
+  const bool exact = approximate == "none";
   const DType dtype = floating_type(a.dtype());
-  Tensor out = unary("gelu", gelu_tanh_slot, a, dtype, dtype);
+  Tensor out = unary("gelu", exact ? gelu_slot : gelu_tanh_slot, a, dtype, dtype);
   if (detail::needs_grad({&a})) {
-    // With u = k (x + c x^3), k = sqrt(2 / pi), c = 0.044715 and t = tanh(u):
-    // d/dx [x/2 (1 + t)] = (1 + t) / 2 + x/2 (1 - t^2) k (1 + 3 c x^2).
-    record_unary("gelu", a, out, [a](const Tensor& g) {
-      constexpr double k = 0.79788456080286535588, c = 0.044715;
-      const Tensor t = tanh((a + a * a * a * c) * k);
-      return g * ((t + 1.0) * 0.5 + a * 0.5 * (1.0 - t * t) * k * (a * a * (3 * c) + 1.0));
+    record_unary("gelu", a, out, [a, exact](const Tensor& g) {
+      return binary(exact ? "gelu_backward" : "gelu_tanh_backward",
+                    exact ? gelu_backward_slot : gelu_tanh_backward_slot, g, a, g.dtype());
     });
   }
   return out;

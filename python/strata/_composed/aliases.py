@@ -17,8 +17,8 @@ def _in_place_form(name):
     return method
 
 
-for _name in ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "tan", "floor",
-              "ceil", "round", "trunc", "clamp", "pow", "remainder", "fmod", "floor_divide", "logical_not"):
+for _name in ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "tan", "erf",
+              "floor", "ceil", "round", "trunc", "clamp", "pow", "remainder", "fmod", "floor_divide", "logical_not"):
     if not hasattr(Tensor, f"{_name}_") and hasattr(Tensor, _name):
         setattr(Tensor, f"{_name}_", _in_place_form(_name))
 if not hasattr(Tensor, "__imod__"):

@@ -625,7 +625,7 @@ inline void register_unary_math_kernels(DeviceType type) {
   register_kernel<ops::UnaryFn>("erf", type, Unary<ErfOp>::kernel, supported_dtypes<ErfOp>());
 }
 
-/// Activations and clamp.
+/// Activations (GELU's derivatives too) and clamp.
 inline void register_activation_kernels(DeviceType type) {
   using ops::register_kernel;
   register_kernel<ops::UnaryFn>("tanh", type, Unary<TanhOp>::kernel, supported_dtypes<TanhOp>());
@@ -633,6 +633,9 @@ inline void register_activation_kernels(DeviceType type) {
   register_kernel<ops::UnaryFn>("relu", type, Unary<ReluOp>::kernel, supported_dtypes<ReluOp>());
   register_kernel<ops::UnaryFn>("gelu", type, Unary<GeluOp>::kernel, supported_dtypes<GeluOp>());
   register_kernel<ops::UnaryFn>("gelu_tanh", type, Unary<GeluTanhOp>::kernel, supported_dtypes<GeluTanhOp>());
+  register_kernel<ops::BinaryFn>("gelu_backward", type, Binary<GeluGradOp>::kernel, supported_dtypes<GeluGradOp>());
+  register_kernel<ops::BinaryFn>("gelu_tanh_backward", type, Binary<GeluTanhGradOp>::kernel,
+                                 supported_dtypes<GeluTanhGradOp>());
   register_kernel<ops::ClampFn>("clamp", type, clamp_kernel, supported_dtypes<ClampOp>());
 }
 
