@@ -25,33 +25,6 @@ namespace strata::dist {
 
 namespace {
 
-struct Libraries {
-  std::mutex mutex;
-  std::map<DeviceType, std::shared_ptr<CollectiveLibrary>> by_type;
-};
-
-Libraries& libraries() {
-  static Libraries* const l = new Libraries();  // plugins may register from static initialisers and exit handlers
-  return *l;
-}
-
-}  // namespace
-
-void register_collective_library(DeviceType type, std::shared_ptr<CollectiveLibrary> library) {
-  Libraries& l = libraries();
-  std::lock_guard lock(l.mutex);
-  l.by_type[type] = std::move(library);
-}
-
-std::shared_ptr<CollectiveLibrary> collective_library(DeviceType type) {
-  Libraries& l = libraries();
-  std::lock_guard lock(l.mutex);
-  const auto it = l.by_type.find(type);
-  return it == l.by_type.end() ? nullptr : it->second;
-}
-
-namespace {
-
 // Note [Collectives on devices]
 // A DeviceGroup runs collectives on device tensors through the device's library (NCCL), over the same ranks as a
 // bootstrap group on the host (MPI, or a world of one), as c10d's ProcessGroupNCCL does:
@@ -308,8 +281,8 @@ class DeviceGroup final : public ProcessGroup {
     std::erase_if(in_flight_, [](const InFlight& f) { return f.work->is_completed(); });
     for (const InFlight& f : in_flight_) {
       if (now - f.since > options_.timeout) {
-        fail_all(std::make_exception_ptr(
-            CollectiveTimeoutError(detail::timeout_message(f.work->what(), options_.timeout))));
+        fail_all(
+            std::make_exception_ptr(CollectiveTimeoutError(detail::timeout_message(f.work->what(), options_.timeout))));
         return;
       }
     }

@@ -9,11 +9,13 @@
 #include <string>
 #include <string_view>
 
+#include "strata/runtime/collectives.h"
 #include "strata/tensor/tensor.h"
 
 namespace strata::dist {
 
-enum class ReduceOp { Sum, Avg, Min, Max };
+/// Sum, Avg, Min, Max: defined in runtime/collectives.h, which device plugins implement.
+using ReduceOp = strata::ReduceOp;
 std::string_view reduce_op_name(ReduceOp op);
 
 /// A collective in flight. wait() rethrows its error, and throws CollectiveTimeoutError when the group's timeout
@@ -101,7 +103,8 @@ ProcessGroup& init();
 ProcessGroup& world();
 bool is_initialized();
 
-/// The device this rank should use: cuda:LOCAL_RANK when there are GPUs (modulo their count), else the CPU.
+/// The device this rank should use: cuda:LOCAL_RANK when there are GPUs (modulo their count; hip:LOCAL_RANK for AMD
+/// GPUs when there is no CUDA one), else the CPU.
 Device local_device();
 
 }  // namespace strata::dist

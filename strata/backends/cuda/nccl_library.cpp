@@ -1,4 +1,4 @@
-// NCCL, the collective library of CUDA devices (strata/dist/device_collectives.h), loaded with dlopen when the
+// NCCL, the collective library of CUDA devices (strata/runtime/collectives.h), loaded with dlopen when the
 // first collective on a GPU tensor needs it.
 #include "strata/backends/cuda/nccl_library.h"
 
@@ -103,17 +103,17 @@ ncclDataType_t nccl_type(DType dtype) {
   STRATA_THROW(DTypeError, "NCCL does not move {} tensors", dtype);
 }
 
-ncclRedOp_t nccl_op(dist::ReduceOp op) {
+ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case dist::ReduceOp::Sum: return ncclSum;
-    case dist::ReduceOp::Avg: return ncclAvg;
-    case dist::ReduceOp::Min: return ncclMin;
-    case dist::ReduceOp::Max: return ncclMax;
+    case ReduceOp::Sum: return ncclSum;
+    case ReduceOp::Avg: return ncclAvg;
+    case ReduceOp::Min: return ncclMin;
+    case ReduceOp::Max: return ncclMax;
   }
   return ncclSum;
 }
 
-class NcclCommunicator final : public dist::DeviceCommunicator {
+class NcclCommunicator final : public DeviceCommunicator {
  public:
   NcclCommunicator(const NcclApi& api, ncclComm_t comm, int rank, int index)
       : api_(api), comm_(comm), rank_(rank), index_(index) {}
@@ -122,8 +122,7 @@ class NcclCommunicator final : public dist::DeviceCommunicator {
   // world ends at exit]) and a communicator ends with its process, so only an abort is ever asked for.
   ~NcclCommunicator() override = default;
 
-  void all_reduce(const void* send, void* recv, int64_t count, DType dtype, dist::ReduceOp op,
-                  NativeStream stream) override {
+  void all_reduce(const void* send, void* recv, int64_t count, DType dtype, ReduceOp op, NativeStream stream) override {
     const RuntimeDeviceGuard device(index_);
     check(api_.all_reduce(send, recv, static_cast<size_t>(count), nccl_type(dtype), nccl_op(op), comm_,
                           to_cuda_stream(stream)),
@@ -132,19 +131,17 @@ class NcclCommunicator final : public dist::DeviceCommunicator {
 
   void broadcast(void* data, int64_t count, DType dtype, int root, NativeStream stream) override {
     const RuntimeDeviceGuard device(index_);
-    check(api_.broadcast(data, data, static_cast<size_t>(count), nccl_type(dtype), root, comm_,
-                         to_cuda_stream(stream)),
+    check(api_.broadcast(data, data, static_cast<size_t>(count), nccl_type(dtype), root, comm_, to_cuda_stream(stream)),
           "ncclBroadcast");
   }
 
   void all_gather(const void* send, void* recv, int64_t count, DType dtype, NativeStream stream) override {
     const RuntimeDeviceGuard device(index_);
-    check(api_.all_gather(send, recv, static_cast<size_t>(count), nccl_type(dtype), comm_,
-                          to_cuda_stream(stream)),
+    check(api_.all_gather(send, recv, static_cast<size_t>(count), nccl_type(dtype), comm_, to_cuda_stream(stream)),
           "ncclAllGather");
   }
 
-  void reduce_scatter(const void* send, void* recv, int64_t count, DType dtype, dist::ReduceOp op,
+  void reduce_scatter(const void* send, void* recv, int64_t count, DType dtype, ReduceOp op,
                       NativeStream stream) override {
     const RuntimeDeviceGuard device(index_);
     check(api_.reduce_scatter(send, recv, static_cast<size_t>(count), nccl_type(dtype), nccl_op(op), comm_,
@@ -188,7 +185,7 @@ class NcclCommunicator final : public dist::DeviceCommunicator {
   bool aborted_ = false;
 };
 
-class Nccl final : public dist::CollectiveLibrary {
+class Nccl final : public CollectiveLibrary {
  public:
   std::string name() const override { return "nccl"; }
 
@@ -209,8 +206,7 @@ class Nccl final : public dist::CollectiveLibrary {
     return {reinterpret_cast<const uint8_t*>(id.internal), reinterpret_cast<const uint8_t*>(id.internal) + sizeof id};
   }
 
-  std::unique_ptr<dist::DeviceCommunicator> connect(const std::vector<uint8_t>& id, int rank, int size,
-                                                    int index) override {
+  std::unique_ptr<DeviceCommunicator> connect(const std::vector<uint8_t>& id, int rank, int size, int index) override {
     const NcclApi& a = loaded_api();
     ncclUniqueId unique;
     STRATA_CHECK(id.size() == sizeof unique.internal, DistributedError,
@@ -228,6 +224,6 @@ class Nccl final : public dist::CollectiveLibrary {
 
 }  // namespace
 
-void register_nccl() { dist::register_collective_library(DeviceType::CUDA, std::make_shared<Nccl>()); }
+void register_nccl() { register_collective_library(DeviceType::CUDA, std::make_shared<Nccl>()); }
 
 }  // namespace strata::cuda

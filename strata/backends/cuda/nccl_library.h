@@ -1,6 +1,6 @@
 #pragma once
 
-#include "strata/dist/device_collectives.h"
+#include "strata/runtime/collectives.h"
 
 namespace strata::cuda {
 
