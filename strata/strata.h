@@ -4,9 +4,11 @@
 // Each layer lists its public headers below; a new layer (nn/, optim/, dist/, ...) adds its headers here.
 // Left out on purpose: the portable kernel API (strata/kernels/*.h, runtime/kernel_assert.h), which files that
 // write kernels include themselves, and internal headers that only the library and backends use (core/macros.h,
-// core/tensor_view.h, runtime/plugin.h, runtime/memory_report.h, ops/* but ops/op_support.h, backends/*,
-// tensor/op_call.h, tensor/grad_hook.h, tensor/autograd_support.h, data/sampling.h, io/file.h, the internals of
-// jit/).
+// core/tensor_view.h, runtime/plugin.h, runtime/memory_report.h, runtime/environment.h, runtime/stream_uses.h,
+// runtime/thread_cache.h, ops/* but ops/op_support.h, backends/*, tensor/op_call.h, tensor/op_checks.h,
+// tensor/grad_hook.h, tensor/autograd_support.h, nn/blocked.h, data/sampling.h, data/idx_detail.h, io/file.h,
+// io/safetensors_header.h, dist/agreement.h, the internals of jit/). tests/strata_header_test.cpp compiles this
+// header alone.
 
 // core
 #include "strata/core/device.h"
@@ -19,6 +21,7 @@
 // runtime
 #include "strata/runtime/allocator.h"
 #include "strata/runtime/backend.h"
+#include "strata/runtime/collectives.h"
 #include "strata/runtime/cpu_devices.h"
 #include "strata/runtime/cuda.h"
 #include "strata/runtime/memory_limit.h"
@@ -37,6 +40,7 @@
 // tensor
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
+#include "strata/tensor/print.h"
 #include "strata/tensor/random.h"
 #include "strata/tensor/tensor.h"
 
@@ -46,6 +50,7 @@
 #include "strata/autograd/node.h"
 
 // nn and optim
+#include "strata/nn/attention.h"
 #include "strata/nn/clip_grad.h"
 #include "strata/nn/functional.h"
 #include "strata/nn/functional_options.h"
@@ -60,11 +65,18 @@
 // data and io
 #include "strata/data/dataloader.h"
 #include "strata/data/dataset.h"
+#include "strata/data/distributed_sampler.h"
 #include "strata/data/fashion_mnist.h"
 #include "strata/data/idx.h"
 #include "strata/data/transforms.h"
 #include "strata/io/dlpack.h"
 #include "strata/io/safetensors.h"
+#include "strata/io/summary_writer.h"
+
+// dist: process groups, data-parallel training, and groups over a device type's collective library
+#include "strata/dist/ddp.h"
+#include "strata/dist/device_collectives.h"
+#include "strata/dist/process_group.h"
 
 // kernels compiled at run time (jit/source.h, jit/cpu_dialect.h, jit/kernel_cache.h and jit/gpu_dialect.h are
 // internal)

@@ -16,6 +16,15 @@ std::string_view device_type_name(DeviceType type) {
   return "unknown";
 }
 
+DriverLibrary device_driver_library(DeviceType type) {
+  switch (type) {
+    case DeviceType::CPU: return {};
+    case DeviceType::CUDA: return {"libcuda.so.1", "the NVIDIA driver library"};
+    case DeviceType::HIP: return {"libamdhip64.so.5", "AMD's HIP runtime library (ROCm 5)"};
+  }
+  return {};
+}
+
 namespace {
 
 [[noreturn]] void throw_bad_device(std::string_view text, std::string_view why) {

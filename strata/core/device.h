@@ -21,6 +21,15 @@ inline constexpr int kDeviceTypeCount = 3;
 /// Lower-case name of a device type: "cpu", "cuda", "hip".
 std::string_view device_type_name(DeviceType type);
 
+/// The vendor driver library a device type's plugin needs before it is worth opening, and how messages describe it:
+/// {"libcuda.so.1", "the NVIDIA driver library"} for cuda; empty for the CPU. It sits with the type's names, not in
+/// the plugin, because the registry must check it before opening the plugin (Note [Loading a device's plugin]).
+struct DriverLibrary {
+  std::string_view file;
+  std::string_view description;
+};
+DriverLibrary device_driver_library(DeviceType type);
+
 /// A device is a type and an index. Naming a device does not need it to exist; using it does.
 /// A GPU's index is -1 when unspecified ("cuda" means the current CUDA device, "hip" the current AMD one). A CPU
 /// device always has an index: "cpu" is cpu:0, and cpu:1 and up exist when virtual CPU devices are on (Note

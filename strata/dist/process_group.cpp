@@ -8,9 +8,9 @@
 
 #include "strata/core/error.h"
 #include "strata/dist/device_collectives.h"
-#include "strata/runtime/cuda.h"
 #include "strata/runtime/environment.h"
 #include "strata/runtime/parallel.h"
+#include "strata/runtime/registry.h"
 
 namespace strata::dist {
 
@@ -104,9 +104,10 @@ void detail::check_reducible(const char* op, const Tensor& t, ReduceOp reduce) {
 }
 
 std::string detail::timeout_message(const std::string& what, std::chrono::milliseconds timeout) {
-  return fmt::format("{} did not finish within {} s; another rank may have died, or issued other collectives in "
-                     "another order (STRATA_DIST_TIMEOUT sets the timeout in seconds)",
-                     what, std::chrono::duration<double>(timeout).count());
+  return fmt::format(
+      "{} did not finish within {} s; another rank may have died, or issued other collectives in "
+      "another order (STRATA_DIST_TIMEOUT sets the timeout in seconds)",
+      what, std::chrono::duration<double>(timeout).count());
 }
 
 std::shared_ptr<ProcessGroup> make_local_group() { return std::make_shared<LocalGroup>(); }
@@ -167,9 +168,13 @@ bool is_initialized() {
 }
 
 Device local_device() {
-  const int gpus = cuda::device_count();
-  if (gpus == 0) return kCPU;
-  return Device(DeviceType::CUDA, launch_info().local_rank % gpus);
+  // The first device type, in the enum's order, with a device; cuda before hip.
+  for (int t = 0; t < kDeviceTypeCount; ++t) {
+    const auto type = static_cast<DeviceType>(t);
+    if (type == DeviceType::CPU) continue;
+    if (const int gpus = device_count(type); gpus > 0) return Device(type, launch_info().local_rank % gpus);
+  }
+  return kCPU;
 }
 
 }  // namespace strata::dist

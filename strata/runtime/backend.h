@@ -14,9 +14,9 @@ struct DeviceProperties {
   std::size_t total_memory = 0;
   int compute_capability_major = 0;  // 0 for the CPU
   int compute_capability_minor = 0;
-  int multiprocessor_count = 0;      // CPU: logical cores this process may use
-  int driver_version = 0;            // CUDA style: 13000 is 13.0; 0 for the CPU
-  int runtime_version = 0;
+  int multiprocessor_count = 0;  // CPU: logical cores this process may use
+  int driver_version = 0;        // the vendor's own number (CUDA's 13000 is 13.0); Backend::version_text
+  int runtime_version = 0;       // writes it as people do; 0 for the CPU
 };
 
 /// Device memory as the device sees it (all processes together).
@@ -86,6 +86,10 @@ class Backend {
   /// Returns nullptr when the host cannot give or pin that much; throws BackendError otherwise.
   virtual void* allocate_pinned(std::size_t) { unsupported("pinned memory is not supported", "allocate_pinned"); }
   virtual void free_pinned(void*) {}
+  /// True when allocate_pinned gives memory this backend's devices copy from and to asynchronously: the pinned
+  /// allocator (runtime/pinned.cpp) then takes its memory from this backend. False for the CPU, whose "pinned"
+  /// memory is plain.
+  virtual bool supports_pinned_memory() const { return false; }
 
   virtual NativeStream create_stream(int) { unsupported("streams are not supported", "create_stream"); }
   virtual void destroy_stream(int, NativeStream) {}
@@ -109,6 +113,10 @@ class Backend {
   virtual void set_current_device(int) { unsupported("device selection is not supported", "set_current_device"); }
   /// True when device `index` can read and write the memory of device `peer` directly.
   virtual bool can_access_peer(int, int) const { unsupported("peer access is not supported", "can_access_peer"); }
+
+  /// A driver_version or runtime_version of DeviceProperties as the vendor writes it ("13.0" for CUDA's 13000);
+  /// "-" for 0 (unknown). The default writes the number as it is.
+  virtual std::string version_text(int version) const { return version <= 0 ? "-" : std::to_string(version); }
 
  protected:
   /// Throws NotImplementedError "<type> backend: <what> (<method>)", e.g. what = "events are not supported".

@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
-#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -66,29 +65,19 @@ std::filesystem::path library_folder() {
 // Every device type but the CPU is a separate library, libstrata_<type>.so (libstrata_cuda.so), so that one build
 // runs on machines with and without the device, and plugins built against different vendor SDKs can sit side by
 // side. On the first query of a device type we (1) check that the vendor's driver library loads, where the type
-// has one (libcuda.so.1 for CUDA, libamdhip64.so.5 for HIP), (2) look for its plugin in $STRATA_BACKEND_PATH and
-// then next to libstrata, (3) dlopen it and call its entry point, which may still decline (no device, driver too
-// old). Every failure is kept as a one-line reason per device type for unavailable_reason() and strata-smi; nothing
-// aborts. A device type with no plugin installed says so, naming the folders it looked in.
-
-/// The vendor driver library a device type's plugin needs before it is worth loading, if any: loaded RTLD_GLOBAL
-/// here, so that the plugin's runtime finds it, and named in the reason when it is missing.
-struct DriverLibrary {
-  const char* file;
-  const char* description;
-};
-std::optional<DriverLibrary> driver_library(DeviceType type) {
-  if (type == DeviceType::CUDA) return DriverLibrary{"libcuda.so.1", "the NVIDIA driver library"};
-  if (type == DeviceType::HIP) return DriverLibrary{"libamdhip64.so.5", "AMD's HIP runtime library (ROCm 5)"};
-  return std::nullopt;
-}
+// has one (device_driver_library in core/device.h: before the plugin is opened, since opening it would load the
+// vendor's other libraries for nothing, or fail where the plugin links the driver's), loading it RTLD_GLOBAL so
+// that the plugin's runtime finds it, (2) look for its plugin in $STRATA_BACKEND_PATH and then next to libstrata,
+// (3) dlopen it and check its ABI version (Note [The plugin ABI version] in plugin.h), (4) call its entry point,
+// which may still decline (no device, driver too old). Every failure is kept as a one-line reason per device type for
+// unavailable_reason() and strata-smi; nothing aborts. A device type with no plugin installed says so, naming the
+// folders it looked in.
 
 std::unique_ptr<Backend> load_plugin(DeviceType type, std::string& reason) {
-  if (const auto driver = driver_library(type)) {
-    if (dlopen(driver->file, RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+  if (const DriverLibrary driver = device_driver_library(type); !driver.file.empty()) {
+    if (dlopen(std::string(driver.file).c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
       const char* err = dlerror();
-      reason =
-          fmt::format("{} {} could not be loaded ({})", driver->description, driver->file, err ? err : "not found");
+      reason = fmt::format("{} {} could not be loaded ({})", driver.description, driver.file, err ? err : "not found");
       return nullptr;
     }
   }
@@ -157,12 +146,34 @@ void* open_plugin(DeviceType type, std::string& reason) {
       const char* err = dlerror();
       reason =
           fmt::format("the {} plugin {} could not be loaded: {}", name, path.string(), err ? err : "unknown error");
+      return nullptr;
     }
-    return handle;
+    // A plugin of another ABI stays mapped (its constructors have run, dlclose would not undo them) but unused.
+    return check_plugin_abi(handle, path, type, reason) ? handle : nullptr;
   }
   reason = fmt::format("the {} plugin {} was not found (looked in: {}); this build has no {} support", name, file,
                        fmt::join(tried, ", "), name);
   return nullptr;
+}
+
+bool check_plugin_abi(void* handle, const std::filesystem::path& path, DeviceType type, std::string& reason) {
+  auto version = reinterpret_cast<PluginAbiVersionFn>(dlsym(handle, kPluginAbiVersionSymbol));
+  if (version == nullptr) {
+    reason = fmt::format(
+        "the {} plugin {} has no {}: it was built for another version of libstrata, which expects "
+        "plugin ABI version {}; rebuild the plugin with this libstrata",
+        display_name(type), path.string(), kPluginAbiVersionSymbol, kPluginAbiVersion);
+    return false;
+  }
+  const int found = version();
+  if (found != kPluginAbiVersion) {
+    reason = fmt::format(
+        "the {} plugin {} has plugin ABI version {}, but this libstrata expects version {}; rebuild "
+        "the plugin with this libstrata",
+        display_name(type), path.string(), found, kPluginAbiVersion);
+    return false;
+  }
+  return true;
 }
 
 Backend* find_backend(DeviceType type) {

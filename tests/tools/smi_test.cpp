@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "strata/backends/cuda/version_text.h"
 #include "strata/runtime/allocator.h"
 #include "strata/runtime/cuda.h"
 #include "tools/smi/report.h"
@@ -29,17 +30,18 @@ Report report_with_gpu() {
   gpu.cores = 132;
   gpu.compute_capability_major = 9;
   gpu.compute_capability_minor = 0;
-  gpu.driver_version = 13000;
-  gpu.runtime_version = 12080;
+  gpu.driver_version = cuda::cuda_version_text(13000);
+  gpu.runtime_version = cuda::cuda_version_text(12080);
   gpu.allocator = {kMiB, 2 * kMiB, 2 * kMiB, int64_t{2} << 30};
   return {{cpu, gpu}, {}};
 }
 
+// The GPU plugin's Backend::version_text (backends/cuda/version_text.h) writes the versions strata-smi shows.
 TEST(SmiReport, FormatsCudaVersionsAsMajorDotMinor) {
-  EXPECT_EQ(gpu_version_text(DeviceType::CUDA, 13000), "13.0");
-  EXPECT_EQ(gpu_version_text(DeviceType::CUDA, 12080), "12.8");
-  EXPECT_EQ(gpu_version_text(DeviceType::CUDA, 11020), "11.2");
-  EXPECT_EQ(gpu_version_text(DeviceType::CUDA, 0), "-");
+  EXPECT_EQ(cuda::cuda_version_text(13000), "13.0");
+  EXPECT_EQ(cuda::cuda_version_text(12080), "12.8");
+  EXPECT_EQ(cuda::cuda_version_text(11020), "11.2");
+  EXPECT_EQ(cuda::cuda_version_text(0), "-");
 }
 
 TEST(SmiReport, ListsTheCpuFirstWithItsMemoryAndCores) {
@@ -54,10 +56,10 @@ TEST(SmiReport, ListsTheCpuFirstWithItsMemoryAndCores) {
 }
 
 TEST(SmiReport, FormatsHipVersionsAsMajorDotMinor) {
-  EXPECT_EQ(gpu_version_text(DeviceType::HIP, 50221153), "5.2");
-  EXPECT_EQ(gpu_version_text(DeviceType::HIP, 60342134), "6.3");
-  EXPECT_EQ(gpu_version_text(DeviceType::HIP, 0), "-");
-  EXPECT_EQ(gpu_version_text(DeviceType::CUDA, 13000), "13.0");
+  EXPECT_EQ(cuda::hip_version_text(50221153), "5.2");
+  EXPECT_EQ(cuda::hip_version_text(60342134), "6.3");
+  EXPECT_EQ(cuda::hip_version_text(0), "-");
+  EXPECT_EQ(cuda::cuda_version_text(13000), "13.0");
 }
 
 TEST(SmiReport, ListsEveryGpuOrSaysWhyThereIsNone) {
@@ -148,8 +150,8 @@ TEST(SmiReport, AnAmdGpuIsListedAsHipWithItsVersions) {
   DeviceReport& amd = report.devices.back();
   amd.device = Device(DeviceType::HIP, 0);
   amd.name = "AMD Instinct MI210";
-  amd.driver_version = 50221153;
-  amd.runtime_version = 50221153;
+  amd.driver_version = cuda::hip_version_text(50221153);
+  amd.runtime_version = cuda::hip_version_text(50221153);
   const auto j = to_json(report);
   EXPECT_EQ(j["devices"][1]["device"], "hip:0");
   EXPECT_EQ(j["devices"][1]["type"], "hip");

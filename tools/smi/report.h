@@ -40,8 +40,8 @@ struct DeviceReport {
   int cores = 0;                           // CPU: logical cores; GPU: multiprocessors
   int compute_capability_major = 0;        // GPU only, as the four fields below
   int compute_capability_minor = 0;
-  int driver_version = 0;  // the runtime's own style (gpu_version_text)
-  int runtime_version = 0;
+  std::string driver_version;  // as the vendor writes it (Backend::version_text): "13.0"
+  std::string runtime_version;
   AllocatorFigures allocator;
 };
 
@@ -75,8 +75,8 @@ inline DeviceReport describe_device(Device device) {
   r.cores = properties.multiprocessor_count;
   r.compute_capability_major = properties.compute_capability_major;
   r.compute_capability_minor = properties.compute_capability_minor;
-  r.driver_version = properties.driver_version;
-  r.runtime_version = properties.runtime_version;
+  r.driver_version = device_backend.version_text(properties.driver_version);
+  r.runtime_version = device_backend.version_text(properties.runtime_version);
   r.allocator = {stats.allocated_bytes.current, stats.reserved_bytes.current, stats.allocated_bytes.peak,
                  stats.limit_bytes};
   return r;
@@ -113,8 +113,8 @@ inline nlohmann::ordered_json to_json(const Report& report) {
     } else {
       j["compute_capability"] = fmt::format("{}.{}", d.compute_capability_major, d.compute_capability_minor);
       j["multiprocessors"] = d.cores;
-      j["driver_version"] = gpu_version_text(d.device.type(), d.driver_version);
-      j["runtime_version"] = gpu_version_text(d.device.type(), d.runtime_version);
+      j["driver_version"] = d.driver_version;
+      j["runtime_version"] = d.runtime_version;
     }
     ordered_json a = {{"allocated_bytes", d.allocator.allocated_bytes},
                       {"reserved_bytes", d.allocator.reserved_bytes},
@@ -149,11 +149,9 @@ inline std::string format_table(const Report& report) {
     if (d.device.is_cpu()) {
       out += fmt::format("        {} cores, {} available", d.cores, format_bytes(d.memory_available_bytes));
     } else {
-      out +=
-          fmt::format("        compute capability {}.{}, {} multiprocessors, driver {}, runtime {}, {} free",
-                      d.compute_capability_major, d.compute_capability_minor, d.cores,
-                      gpu_version_text(d.device.type(), d.driver_version),
-                      gpu_version_text(d.device.type(), d.runtime_version), format_bytes(d.memory_available_bytes));
+      out += fmt::format("        compute capability {}.{}, {} multiprocessors, driver {}, runtime {}, {} free",
+                         d.compute_capability_major, d.compute_capability_minor, d.cores, d.driver_version,
+                         d.runtime_version, format_bytes(d.memory_available_bytes));
     }
     if (d.allocator.limit_bytes) out += fmt::format(", Strata limit {}", bytes(*d.allocator.limit_bytes));
     out += "\n";

@@ -23,6 +23,7 @@
 #include "strata/optim/lr_scheduler.h"
 #include "strata/optim/sgd.h"
 #include "strata/runtime/allocator.h"
+#include "strata/runtime/registry.h"
 #include "strata/runtime/transfer.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
@@ -273,7 +274,9 @@ data::DataLoaderOptions loader_options(const TrainOptions& o, int64_t batch_size
   l.batch_size = batch_size;
   l.prefetch = 2;
   l.device = o.device;
-  l.pin_memory = o.device.is_cuda();
+  // Pinned batches where the device's backend copies from pinned memory asynchronously (a GPU's), never on the CPU.
+  const Backend* device_backend = find_backend(o.device.type());
+  l.pin_memory = !o.device.is_cpu() && device_backend != nullptr && device_backend->supports_pinned_memory();
   l.seed = o.seed;
   l.scale_bytes = true;  // the network takes images in [0, 1]
   return l;

@@ -10,6 +10,7 @@
 
 #include "strata/backends/cuda/cuda_check.h"
 #include "strata/backends/cuda/library_handles.h"
+#include "strata/backends/cuda/version_text.h"
 #if STRATA_HAVE_NCCL
 #include "strata/backends/cuda/nccl_library.h"
 #endif
@@ -43,6 +44,11 @@ bool runtime_unloading(cudaError_t error) {
 }
 
 Device gpu(int index) { return Device(kGpuType, index); }
+
+/// The runtime's and driver's version numbers as this vendor writes them (version_text.h).
+std::string gpu_version_text(int version) {
+  return kGpuType == DeviceType::HIP ? hip_version_text(version) : cuda_version_text(version);
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -121,6 +127,10 @@ class CudaBackend final : public Backend {
   void free_pinned(void* ptr) override {
     if (ptr != nullptr && cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
   }
+
+  bool supports_pinned_memory() const override { return true; }
+
+  std::string version_text(int version) const override { return gpu_version_text(version); }
 
   // The stream belongs to the device that does the copy: the GPU side, or for a peer copy the source device.
   void copy(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes, NativeStream stream,
@@ -290,20 +300,23 @@ std::string driver_failure_reason(cudaError_t error) {
     driver_text = std::filesystem::exists("/dev/kfd", ec) ? "/dev/kfd is present"
                                                           : "no AMD GPU driver is loaded (/dev/kfd is missing)";
   } else {
-    driver_text = driver == 0
-                      ? fmt::format("no {} driver was found", kGpuRuntime)
-                      : fmt::format("the driver supports {} {}", kGpuRuntime, gpu_version_text(kGpuType, driver));
+    driver_text = driver == 0 ? fmt::format("no {} driver was found", kGpuRuntime)
+                              : fmt::format("the driver supports {} {}", kGpuRuntime, gpu_version_text(driver));
   }
   const std::string name = cudaGetErrorName(error), text = cudaGetErrorString(error);
   return fmt::format("{} failed: {}{}; {}, this plugin was built for the {} {} runtime",
                      kGpuType == DeviceType::HIP ? "hipGetDeviceCount" : "cudaGetDeviceCount", name,
                      text == name ? "" : fmt::format(" ({})", text), driver_text, kGpuRuntime,
-                     gpu_version_text(kGpuType, runtime));
+                     gpu_version_text(runtime));
 }
 
 }  // namespace
 
 }  // namespace strata::cuda
+
+// The plugin's ABI version (Note [The plugin ABI version] in runtime/plugin.h), checked before the entry point is
+// called.
+STRATA_DEFINE_PLUGIN_ABI_VERSION()
 
 /// The plugin's entry point (runtime/plugin.h): a new CUDA (or HIP) backend, or nullptr with a one-line reason when the
 /// driver is missing or too old or no GPU is visible. Never throws: the caller is C code as far as the ABI goes.
