@@ -95,6 +95,32 @@ inline std::vector<OpCase> op_cases() {
          return cat({out.flatten(), fused.flatten(), in.grad().flatten(), weight.grad().flatten(),
                      bias.grad().flatten()}, 0);
        }},
+      {"transformer_elementwise", [](V x) {
+         // Issue 32's elementwise ops: sin, cos, erf, GELU in both forms, masked_fill and the triangles, and the
+         // derivative kernels of the GELUs.
+         Tensor in = x[0].detach();
+         in.requires_grad_();
+         const Tensor a = add(sin(x[0]), mul(cos(x[1]), erf(x[2])));
+         const Tensor b = add(add(gelu(in, "tanh"), gelu(in)), masked_fill(x[1], gt(x[0], x[2]), -2.0));
+         const Tensor out = add(add(a, b), add(triu(x[0], 1), tril(x[1], -2)));
+         sum(out).backward();
+         return cat({out.detach().flatten(), in.grad().flatten()}, 0);
+       }},
+      {"topk", [](V x) {
+         auto [values, indices] = topk(x[0], 3, 1);
+         auto [smallest, where] = topk(x[1], 2, 0, false);
+         return cat({values.flatten(), indices.to(DType::F32).flatten(), smallest.flatten(),
+                     where.to(DType::F32).flatten()}, 0);
+       }},
+      {"multinomial", [](V x) {
+         // Each row draws from Philox blocks of its own (Note [Sampling from rows of weights]): the CPU's samples
+         // for the same generator state. abs and add are exact, so the weights are the same on both devices too.
+         const Tensor weights = abs(x[0]) + 0.1;
+         Generator generator(20261127);
+         const Tensor with = multinomial(weights, 6, true, &generator);
+         const Tensor without = multinomial(weights, 5, false, &generator);
+         return cat({with.flatten(), without.flatten()}, 0).to(DType::F32);
+       }},
       {"attention_and_backward", [](V x) {
          // The fused attention, plain, causal with dropout (Philox: the CPU's mask) and with a boolean mask, and
          // its backward kernel. The generator's state is put back for the cases after this one.
