@@ -1,6 +1,7 @@
 """`import torch` before `import strata` (issue 35): libstrata must not need static TLS that a library PyTorch
 loaded first can no longer give (tests/tls_check.cmake checks the cause in every build). Runs where PyTorch is
-installed; the benchmarks' environments have it."""
+installed: make test's set-up installs Debian's 1.13 (scripts/install-deps), the benchmarks' environments PyTorch
+2.15 from PyPI (bench/compare-pytorch-python/run --torch pypi)."""
 import importlib.util
 import os
 import subprocess
