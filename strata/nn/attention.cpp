@@ -9,6 +9,7 @@
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
 #include "strata/ops/attention_kernels.h"
+#include "strata/tensor/autocast.h"
 #include "strata/tensor/autograd_support.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
@@ -71,6 +72,10 @@ Tensor composed(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale_arg, AttentionImpl impl) {
+  if (auto cast = amp::detail::low_precision_operands({&query, &key, &value, &attn_mask})) {
+    return scaled_dot_product_attention((*cast)[0], (*cast)[1], (*cast)[2], (*cast)[3], dropout_p, is_causal,
+                                        scale_arg, impl);
+  }
   STRATA_CHECK(query.defined() && key.defined() && value.defined(), InvalidArgumentError,
                "{}: query, key and value must be defined tensors", kOp);
   STRATA_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2, ShapeError,

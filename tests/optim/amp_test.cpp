@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "strata/core/error.h"
+#include "strata/nn/attention.h"
 #include "strata/nn/functional.h"
 #include "strata/optim/grad_scaler.h"
 #include "strata/optim/sgd.h"
@@ -34,6 +35,8 @@ TEST(Autocast, ProductsRunInTheLowDtypeAndSoftmaxNormsAndLossesInF32) {
     EXPECT_EQ(mm(x, w.t()).dtype(), DType::BF16);
     EXPECT_EQ(bmm(x.unsqueeze(0), w.t().unsqueeze(0)).dtype(), DType::BF16);
     EXPECT_EQ(addmm(b, x, w.t()).dtype(), DType::BF16);
+    const Tensor q = randn_f32({2, 5, 8});
+    EXPECT_EQ(F::scaled_dot_product_attention(q, q, q, Tensor(), 0.0, true).dtype(), DType::BF16);
     const Tensor image = randn_f32({1, 2, 5, 5}), kernel = randn_f32({3, 2, 3, 3});
     // The CPU has no bf16 convolution: f32, and a bf16 input goes back to f32.
     EXPECT_EQ(F::conv2d(image, kernel).dtype(), DType::F32);
