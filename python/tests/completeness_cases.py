@@ -5,23 +5,13 @@
     python3 python/tests/completeness_cases.py --record
 writes completeness_reference.json beside this file; test_completeness_reference.py compares Strata with it.
 """
-import json
-import pathlib
-import sys
 
 import numpy as np
 
-REFERENCE = pathlib.Path(__file__).with_name("completeness_reference.json")
-CASES = {}
+from pytorch_reference import CaseSet, data, leaf  # noqa: F401 (the cases' helpers)
 
-
-def case(function):
-    CASES[function.__name__] = function
-    return function
-
-
-def data(*shape, seed=0, scale=1.0):
-    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+CASE_SET = CaseSet("completeness_reference.json")
+CASES, REFERENCE, case = CASE_SET.cases, CASE_SET.reference, CASE_SET.case
 
 
 def grads_of(lib, output, *inputs):
@@ -32,10 +22,6 @@ def grads_of(lib, output, *inputs):
     for i, t in enumerate(inputs):
         result[f"grad{i}"] = t.grad.numpy() if t.grad is not None else np.zeros(t.shape, np.float32)
     return result
-
-
-def leaf(lib, array):
-    return lib.tensor(array, requires_grad=True)
 
 
 def probabilities(seed):
@@ -422,12 +408,5 @@ def schedulers(lib):
     }
 
 
-def run_all(lib):
-    return {name: {k: np.asarray(v).tolist() for k, v in f(lib).items()} for name, f in CASES.items()}
-
-
-if __name__ == "__main__" and sys.argv[1:] == ["--record"]:
-    import torch
-
-    REFERENCE.write_text(json.dumps({"recorded_with": f"torch {torch.__version__}", "cases": run_all(torch)}))
-    print(f"wrote {REFERENCE} ({len(CASES)} cases)")
+if __name__ == "__main__":
+    CASE_SET.main()

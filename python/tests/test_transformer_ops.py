@@ -3,7 +3,6 @@ cases of transformer_ops_cases.py (values and gradients), and what a recording c
 results, sampling's statistics and reproducibility, and the nanoGPT pieces that existed before (AdamW's no-decay
 group, an embedding's weight tied to the output layer through save and load)."""
 import inspect
-import json
 import math
 
 import numpy as np
@@ -12,20 +11,15 @@ import pytest
 import strata
 import strata.nn as nn
 import strata.nn.functional as F
-from transformer_ops_cases import CASES, REFERENCE
+from transformer_ops_cases import CASE_SET, CASES
+from pytorch_reference import assert_matches_pytorch
 
-RECORDED = json.loads(REFERENCE.read_text())["cases"]
+RECORDED = CASE_SET.recorded()
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_pytorch(name):
-    got = {k: np.asarray(v) for k, v in CASES[name](strata).items()}
-    expected = RECORDED[name]
-    assert sorted(got) == sorted(expected)
-    for key, want in expected.items():
-        want = np.asarray(want, dtype=got[key].dtype)
-        assert got[key].shape == want.shape, f"{name}.{key}: shape {got[key].shape}, PyTorch {want.shape}"
-        np.testing.assert_allclose(got[key], want, rtol=2e-5, atol=2e-6, err_msg=f"{name}.{key}")
+    assert_matches_pytorch(name, CASES[name](strata), RECORDED[name])
 
 
 def test_the_ops_are_kernels_not_compositions():

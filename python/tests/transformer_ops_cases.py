@@ -5,28 +5,14 @@ runs with `torch` and with `strata`: each case takes the library and returns nam
     python3 python/tests/transformer_ops_cases.py --record
 writes transformer_ops_reference.json beside this file; test_transformer_ops.py compares Strata with it.
 """
-import json
 import math
-import pathlib
-import sys
 
 import numpy as np
 
-REFERENCE = pathlib.Path(__file__).with_name("transformer_ops_reference.json")
-CASES = {}
+from pytorch_reference import CaseSet, data, leaf  # noqa: F401 (the cases' helpers)
 
-
-def case(function):
-    CASES[function.__name__] = function
-    return function
-
-
-def data(*shape, seed=0, scale=1.0):
-    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
-
-
-def leaf(lib, array):
-    return lib.tensor(array, requires_grad=True)
+CASE_SET = CaseSet("transformer_ops_reference.json")
+CASES, REFERENCE, case = CASE_SET.cases, CASE_SET.reference, CASE_SET.case
 
 
 def backward(lib, output, seed=99):
@@ -215,12 +201,5 @@ def tied_weights(lib):
     return out
 
 
-def run_all(lib):
-    return {name: {k: np.asarray(v).tolist() for k, v in f(lib).items()} for name, f in CASES.items()}
-
-
-if __name__ == "__main__" and sys.argv[1:] == ["--record"]:
-    import torch
-
-    REFERENCE.write_text(json.dumps({"recorded_with": f"torch {torch.__version__}", "cases": run_all(torch)}))
-    print(f"wrote {REFERENCE} ({len(CASES)} cases)")
+if __name__ == "__main__":
+    CASE_SET.main()
