@@ -194,5 +194,7 @@ void register_jit(py::module_& m);
 void register_tensorboard(py::module_& m);
 /// strata.amp: autocast's setting and GradScaler (amp.cpp).
 void register_amp(py::module_& m);
+/// strata.profiler: start, stop and the recording's result (profiler.cpp).
+void register_profiler(py::module_& m);
 
 }  // namespace strata::python

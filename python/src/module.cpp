@@ -230,5 +230,6 @@ PYBIND11_MODULE(_C, m) {
   register_jit(m);
   register_tensorboard(m);
   register_amp(m);
+  register_profiler(m);
   rewrite_argument_errors(m);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "strata/core/device.h"
@@ -17,6 +18,7 @@
 #include "strata/core/scalar.h"
 #include "strata/core/tensor_view.h"
 #include "strata/runtime/backend.h"
+#include "strata/runtime/profiler.h"
 
 namespace strata::ops {
 
@@ -99,13 +101,40 @@ void register_kernel(std::string_view op, DeviceType type, Fn* fn, std::optional
   entry.fns[static_cast<int>(type)].store(reinterpret_cast<void*>(fn));
 }
 
+template <typename Fn>
+class Kernel;
+
+/// A kernel as KernelSlot::get returns it: called like the function, it times the call while the profiler records
+/// (Note [The profiler]); otherwise the call costs one relaxed load more than the function's.
+template <typename R, typename... Args>
+class Kernel<R(Args...)> {
+ public:
+  explicit Kernel(R (*fn)(Args...)) : fn_(fn) {}
+  // The first parameter of every kernel signature is the OpCall.
+  R operator()(Args... args) const {
+    if (profiler::detail::on()) [[unlikely]]
+      return timed(args...);
+    return fn_(std::forward<Args>(args)...);
+  }
+  R (*function() const)(Args...) { return fn_; }
+
+ private:
+  template <typename Call, typename... Rest>
+  R timed(Call&& call, Rest&&... rest) const {
+    profiler::detail::OpTimer timer(call);
+    (timer.operand(rest), ...);
+    return fn_(std::forward<Call>(call), std::forward<Rest>(rest)...);
+  }
+  R (*fn_)(Args...);
+};
+
 /// A handle to one op's row of the table, resolved once.
 template <typename Fn>
 class KernelSlot {
  public:
   explicit KernelSlot(const char* op) : op_(op), entry_(&detail::kernel_entry(op, typeid(Fn*))) {}
   /// The implementation for `device`, or NotImplementedError naming the op and the device type.
-  Fn* get(Device device) const {
+  Kernel<Fn> get(Device device) const {
     const int type = static_cast<int>(device.type());
     void* fn = entry_->fns[type].load(std::memory_order_acquire);
     STRATA_CHECK(fn != nullptr, NotImplementedError, "{} is not implemented for {} tensors", op_,
@@ -113,7 +142,7 @@ class KernelSlot {
     if (detail::counting_kernel_calls.load(std::memory_order_relaxed)) [[unlikely]] {
       entry_->calls[type].fetch_add(1, std::memory_order_relaxed);
     }
-    return reinterpret_cast<Fn*>(fn);
+    return Kernel<Fn>(reinterpret_cast<Fn*>(fn));
   }
   bool has(DeviceType type) const { return entry_->fns[static_cast<int>(type)].load() != nullptr; }
 

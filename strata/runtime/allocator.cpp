@@ -19,6 +19,7 @@
 #include "strata/runtime/memory_report.h"
 #include "strata/runtime/op_scope.h"
 #include "strata/runtime/plugin.h"
+#include "strata/runtime/profiler.h"
 #include "strata/runtime/stream_uses.h"
 #include "strata/runtime/thread_cache.h"
 #include "strata/runtime/transfer.h"
@@ -226,6 +227,10 @@ struct CachingAllocator::State {
     add(stats.reserved_bytes, as_signed(bytes));
     add(stats.reserved_segments, 1);
     ++stats.backend_allocations;
+    if (profiler::detail::on()) {
+      profiler::record_allocator_event("segment_alloc", device, as_signed(bytes),
+                                       &pool == &small_pool ? "small pool" : "large pool");
+    }
     return block;
   }
 
@@ -243,8 +248,9 @@ struct CachingAllocator::State {
     return !done.empty();
   }
 
-  // Returns every cached segment that is wholly free to the backend; the bytes released.
-  std::size_t release_cached_segments() {
+  // Returns every cached segment that is wholly free to the backend; the bytes released. `cause` names why, for the
+  // profiler's cache_flush event.
+  std::size_t release_cached_segments(const char* cause) {
     return_recent();
     return_pending(false);
     std::size_t released = 0;
@@ -262,9 +268,13 @@ struct CachingAllocator::State {
         add(stats.reserved_bytes, -as_signed(block->size));
         add(stats.reserved_segments, -1);
         ++stats.backend_frees;
+        if (profiler::detail::on()) {
+          profiler::record_allocator_event("segment_free", device, as_signed(block->size), cause);
+        }
         delete_block(block);
       }
     }
+    if (profiler::detail::on()) profiler::record_allocator_event("cache_flush", device, as_signed(released), cause);
     return released;
   }
 
@@ -291,6 +301,9 @@ struct CachingAllocator::State {
     ++stats.oom_count;
     OutOfMemoryReport report;
     const char* running = op != nullptr ? op : current_op();
+    if (profiler::detail::on()) {
+      profiler::record_allocator_event("out_of_memory", device, as_signed(requested), running);
+    }
     report.op = running != nullptr ? running : "allocation";
     report.device = device;
     report.requested = requested;
@@ -314,13 +327,13 @@ struct CachingAllocator::State {
     by_limit = false;
     std::size_t bytes = segment_for(size);
     if (!fits_limit(bytes)) {
-      if (release_cached_segments() > 0) ++stats.retries;
+      if (release_cached_segments("over the memory limit") > 0) ++stats.retries;
       bytes = segment_for(size);
       by_limit = !fits_limit(bytes);
       if (by_limit) return nullptr;
     }
     void* ptr = resource->allocate(bytes);
-    if (ptr == nullptr && release_cached_segments() > 0) {
+    if (ptr == nullptr && release_cached_segments("device out of memory") > 0) {
       ++stats.retries;
       ptr = resource->allocate(bytes);
     }
@@ -415,7 +428,7 @@ CachingAllocator::~CachingAllocator() {
   }
   std::lock_guard lock(state_->mutex);
   try {
-    state_->release_cached_segments();
+    state_->release_cached_segments("allocator destroyed");
   } catch (const Error&) {
     // A backend that fails while shutting down keeps its memory; nothing else can be done in a destructor.
   }
@@ -491,7 +504,7 @@ void CachingAllocator::record_stream(void* block, Device device, NativeStream st
 
 void CachingAllocator::empty_cache() {
   std::lock_guard lock(state_->mutex);
-  state_->release_cached_segments();
+  state_->release_cached_segments("empty_cache");
 }
 
 MemoryStats CachingAllocator::stats() const {

@@ -9,6 +9,7 @@
 #include "strata/core/error.h"
 #include "strata/runtime/kernel_assert.h"
 #include "strata/runtime/plugin.h"
+#include "strata/runtime/profiler.h"
 #include "strata/runtime/registry.h"
 #include "strata/runtime/sync_debug.h"
 
@@ -48,13 +49,15 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (bytes == 0) return;
   auto& c = counters();
   const auto n = static_cast<int64_t>(bytes);
+  const int64_t started = profiler::detail::on() ? profiler::detail::now_ns() : -1;  // Note [The profiler]
   if (dst_device.is_cpu() && src_device.is_cpu()) {
     // Between two virtual CPU devices it is a device-to-device copy like any other (Note [Virtual CPU devices]).
+    std::memcpy(dst, src, bytes);
     if (dst_device != src_device) {
       c.d2d_copies.fetch_add(1, std::memory_order_relaxed);
       c.d2d_bytes.fetch_add(n, std::memory_order_relaxed);
+      if (started >= 0) profiler::record_copy(dst_device, src_device, n, started);
     }
-    std::memcpy(dst, src, bytes);
     return;
   }
   if (src_device.is_cpu()) {
@@ -71,11 +74,13 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   if (blocking) note_synchronization(gpu_side, "copy");
   backend(gpu_side).copy(dst, dst_device, src, src_device, bytes, stream, blocking);
   if (blocking) check_stream_asserts(gpu_side, stream);  // only this stream is known to be done
+  if (started >= 0) profiler::record_copy(dst_device, src_device, n, started);
 }
 
 void note_synchronization(Device device, const char* what) {
   if (device.is_cpu()) return;
   counters().syncs.fetch_add(1, std::memory_order_relaxed);
+  if (profiler::detail::on()) profiler::record_synchronization(device, what);
   switch (sync_debug_mode()) {
     case SyncDebugMode::Off: return;
     case SyncDebugMode::Warn:

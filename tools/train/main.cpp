@@ -18,6 +18,7 @@
 #include "strata/core/error.h"
 #include "strata/data/fashion_mnist.h"
 #include "strata/runtime/cuda.h"
+#include "strata/runtime/profiler.h"
 #include "progress.h"
 #include "tools/tool_output.h"
 #include "trainer.h"
@@ -162,6 +163,7 @@ int main(int argc, char** argv) {
   std::string data_dir = std::string(data::kFashionMnistDir);
   std::string checkpoint;
   std::string logdir;
+  std::string profile;
   double lr = 0;
   int64_t train_images = 0, test_images = 0;
   bool json = false;
@@ -195,6 +197,9 @@ int main(int argc, char** argv) {
   app.add_option("--logdir", logdir,
                  "write TensorBoard event files into DIR: each step's loss and learning rate, each epoch's figures, "
                  "peak memory, copies and synchronisations (view with: tensorboard --logdir DIR)");
+  app.add_option("--profile", profile,
+                 "record the training's ops, copies, synchronisations and allocator events and write them to FILE "
+                 "as a Chrome trace (open in Perfetto or chrome://tracing); the top ops by time go to stderr");
   app.add_flag("--json", json, "print one JSON document instead of lines");
   CLI11_PARSE(app, argc, argv);
   options.resume = options.resume || options.accept_changes;
@@ -212,6 +217,13 @@ int main(int argc, char** argv) {
     std::optional<train::TrainingLog> log;  // rank 0 writes (Note [What --logdir writes])
     if (app.count("--logdir") > 0 && speaks) log.emplace(logdir, options.device);
     options.record_steps = log.has_value();
+    // Likewise the profile: an unwritable FILE is refused now, not after the run (Note [The profiler]).
+    const bool profiling = app.count("--profile") > 0 && speaks;
+    if (profiling) {
+      STRATA_CHECK(!profiler::is_enabled(), InvalidArgumentError,
+                   "--profile {}: STRATA_PROFILE already records this run; use one of the two", profile);
+      profiler::check_writable(profile);
+    }
 
     const data::FashionMnist train_split(data_dir, data::Split::Train);
     const data::FashionMnist test_split(data_dir, data::Split::Test);
@@ -268,7 +280,14 @@ int main(int argc, char** argv) {
           r.images_per_second, static_cast<double>(r.peak_memory_bytes) / (1 << 20), r.synchronizations);
       std::fflush(stdout);
     };
+    if (profiling) profiler::start();
     const std::vector<train::EpochReport> reports = trainer.run(on_step, on_epoch);
+    if (profiling) {
+      const profiler::Result result = profiler::stop();
+      result.export_chrome_trace(profile);
+      fmt::print(stderr, "strata-train: profile of {} events written to {}\n{}", result.events().size(), profile,
+                 result.table("cpu_time_total", 10));
+    }
     if (trainer.stopped()) {
       if (bar) std::fputs(bar->clear().c_str(), stdout);
       std::fflush(stdout);
