@@ -29,6 +29,7 @@
 #include "strata/runtime/op_scope.h"
 #include "strata/runtime/parallel.h"
 #include "strata/runtime/pinned.h"
+#include "strata/runtime/profiler.h"
 #include "strata/runtime/registry.h"
 #include "strata/runtime/stream.h"
 #include "strata/runtime/sync_debug.h"
@@ -38,6 +39,7 @@
 #include "strata/ops/op_support.h"
 
 // tensor
+#include "strata/tensor/autocast.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/print.h"
@@ -58,6 +60,7 @@
 #include "strata/nn/layers.h"
 #include "strata/nn/module.h"
 #include "strata/optim/adam.h"
+#include "strata/optim/grad_scaler.h"
 #include "strata/optim/lr_scheduler.h"
 #include "strata/optim/optimizer.h"
 #include "strata/optim/sgd.h"
