@@ -5,23 +5,13 @@ with `torch` and with `strata`: each case takes the library and returns named ar
     python3 python/tests/attention_cases.py --record
 writes attention_reference.json beside this file; test_attention.py compares Strata with it.
 """
-import json
-import pathlib
-import sys
 
 import numpy as np
 
-REFERENCE = pathlib.Path(__file__).with_name("attention_reference.json")
-CASES = {}
+from pytorch_reference import CaseSet, data  # noqa: F401 (the cases' helpers)
 
-
-def case(function):
-    CASES[function.__name__] = function
-    return function
-
-
-def data(*shape, seed=0, scale=1.0):
-    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+CASE_SET = CaseSet("attention_reference.json")
+CASES, REFERENCE, case = CASE_SET.cases, CASE_SET.reference, CASE_SET.case
 
 
 def sdpa_grads(lib, q, k, v, **kwargs):
@@ -97,12 +87,5 @@ def multihead_attention(lib):
             "grad_in_proj": module.in_proj_weight.grad.numpy(), "weights_is_none": np.array(weights is None)}
 
 
-def run_all(lib):
-    return {name: {k: np.asarray(v).tolist() for k, v in f(lib).items()} for name, f in CASES.items()}
-
-
-if __name__ == "__main__" and sys.argv[1:] == ["--record"]:
-    import torch
-
-    REFERENCE.write_text(json.dumps({"recorded_with": f"torch {torch.__version__}", "cases": run_all(torch)}))
-    print(f"wrote {REFERENCE} ({len(CASES)} cases)")
+if __name__ == "__main__":
+    CASE_SET.main()

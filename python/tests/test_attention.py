@@ -1,27 +1,20 @@
 """strata.nn.functional.scaled_dot_product_attention: against PyTorch 2.15's recorded values and gradients
 (attention_cases.py, attention_reference.json), against the composed formula, dropout, and PyTorch's refusals."""
-import json
-
 import numpy as np
 import pytest
 
 import strata
-from attention_cases import CASES, REFERENCE, data
+from attention_cases import CASE_SET, CASES, data
+from pytorch_reference import assert_matches_pytorch
 from strata.nn import functional as F
 from strata.nn.transformer import _scaled_dot_product_attention_composed as composed
 
-RECORDED = json.loads(REFERENCE.read_text())["cases"]
+RECORDED = CASE_SET.recorded()
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_pytorch(name):
-    got = {k: np.asarray(v) for k, v in CASES[name](strata).items()}
-    expected = RECORDED[name]
-    assert sorted(got) == sorted(expected)
-    for key, want in expected.items():
-        want = np.asarray(want, dtype=got[key].dtype)
-        assert got[key].shape == want.shape, f"{name}.{key}: shape {got[key].shape}, PyTorch {want.shape}"
-        np.testing.assert_allclose(got[key], want, rtol=2e-5, atol=2e-6, err_msg=f"{name}.{key}")
+    assert_matches_pytorch(name, CASES[name](strata), RECORDED[name])
 
 
 def run(f, arrays, seed=None, **kwargs):
