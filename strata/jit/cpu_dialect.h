@@ -11,8 +11,9 @@
 // (the launch's dynamic size; jit.cpp rewrites the declaration), __syncthreads() (a real barrier: kernels that use it
 // become coroutines, Note [Threads of a block on the CPU] in kernels/block.h), __threadfence(), CUDA's atomics on
 // int, unsigned, long long, unsigned long long, float and double, <cmath> with CUDA's float names and intrinsics,
-// min/max, printf, and assert() as Strata's device-side assert. Warp-level functions (__shfl_sync, __ballot_sync)
-// and textures are not: using one is a compile error that names it.
+// min/max, printf, and assert() as Strata's device-side assert; beyond CUDA, for generators of straight-line
+// kernels, checked_load / checked_store with STRATA_CHECK_SITES (Note [Checked indices that vectorise]).
+// Warp-level functions (__shfl_sync, __ballot_sync) and textures are not: using one is a compile error that names it.
 
 #include <math.h>
 
