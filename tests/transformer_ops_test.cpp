@@ -14,8 +14,6 @@
 #include "strata/core/error.h"
 #include "strata/io/safetensors.h"
 #include "strata/nn/layers.h"
-#include "strata/ops/kernel_table.h"
-#include "strata/ops/op_support.h"
 #include "strata/optim/adam.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
@@ -91,28 +89,6 @@ TEST_F(TransformerOps, ElementwiseGradients) {
   expect_gradcheck([](const Inputs& x) { return erf(x[0]); }, {a}, "erf");
   expect_gradcheck([](const Inputs& x) { return gelu(x[0], "tanh"); }, {a}, "gelu tanh");
   expect_gradcheck([](const Inputs& x) { return gelu(x[0], "none"); }, {a}, "gelu none");
-}
-
-// The op table's dtype lists for the new unary kernels are what they run (as op_support_test checks for the others).
-TEST_F(TransformerOps, UnaryKernelsRunWhereSupportsSaysTheyDo) {
-  for (const char* op : {"sin", "cos", "erf", "gelu_tanh"}) {
-    const ops::KernelSlot<ops::UnaryFn> slot(op);
-    for (int d = 0; d < kDTypeCount; ++d) {
-      const auto dtype = static_cast<DType>(d);
-      SCOPED_TRACE(fmt::format("{} on {}", op, dtype));
-      const Tensor in = ones({4}, dtype);
-      const Tensor out = empty({4}, dtype);
-      const ops::OpCall call{op, kCPU, nullptr, std::source_location::current()};
-      bool ran = true;
-      try {
-        slot.get(kCPU)(call, out.view(), in.view());
-      } catch (const DTypeError&) {
-        ran = false;
-      }
-      EXPECT_EQ(ran, supports(DeviceType::CPU, op, dtype));
-      EXPECT_EQ(ran, is_floating(dtype));
-    }
-  }
 }
 
 // --- masked_fill ---

@@ -41,7 +41,8 @@ TEST(Supports, AnswersAtTheOpLevelWhereTheRegistrationListsNone) {
 // The dtype lists are the kernels' own: for every elementwise unary kernel and every dtype, the kernel runs exactly
 // where supports() says it does and throws DTypeError elsewhere.
 TEST(Supports, AgreesWithWhatTheUnaryKernelsRun) {
-  for (const char* op : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu"}) {
+  for (const char* op : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh",
+                         "sin", "cos", "erf"}) {
     const ops::KernelSlot<ops::UnaryFn> slot(op);
     for (int d = 0; d < kDTypeCount; ++d) {
       const auto dtype = static_cast<DType>(d);
