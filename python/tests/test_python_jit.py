@@ -330,6 +330,26 @@ def test_a_bad_index_never_touches_memory_outside_the_array():
 
 
 @strata.jit
+def shifts_through_shared_memory(a, out):
+    s = strata.shared.array(8, strata.float32)
+    t = strata.threadIdx.x
+    s[t] = a[t]
+    strata.syncthreads()
+    out[t] = s[t + 1]
+
+
+def test_a_bad_index_in_a_kernel_with_a_barrier_is_checked_the_same_way():
+    # Its threads are coroutines on the CPU; the block's first failing thread is found as in a loop.
+    a, out = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    line = line_of(shifts_through_shared_memory.py_func, "out[t] = s[t + 1]")
+    with pytest.raises(strata.DeviceAssertError,
+                       match=rf"{HERE}:{line}.*s\[t \+ 1\]: index out of bounds.* thread \(7, 0, 0\)"):
+        shifts_through_shared_memory[1, 8](a, out)
+    np.testing.assert_array_equal(out[:7], a[1:])
+    assert out[7] == 0
+
+
+@strata.jit
 def claims_slots(counter, out):
     i = strata.grid(1)
     if i < out.size:
