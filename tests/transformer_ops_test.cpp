@@ -1,4 +1,4 @@
-// Issue 32's ops for Transformers and sampling: sin, cos, erf, GELU in both forms, masked_fill, triu/tril,
+// The ops Transformers and sampling need: sin, cos, erf, GELU in both forms, masked_fill, triu/tril,
 // split/chunk, topk and multinomial (values, gradients against finite differences in f64, errors), and the pieces
 // of a nanoGPT model that existed before: AdamW with a parameter group without weight decay, and an embedding's
 // weight shared with the output layer.

@@ -308,8 +308,8 @@ void register_views(py::module_& m, py::object& cls) {
       py::arg("tensors"), py::arg("dim") = 0);
 }
 
-/// masked_fill, triu/tril (with their in-place forms), split, chunk, topk and multinomial: issue 32's ops for
-/// Transformers and sampling.
+/// masked_fill, triu/tril (with their in-place forms), split, chunk, topk and multinomial: the ops
+/// Transformers and sampling need.
 void register_selection(py::module_& m, py::object& cls) {
   // The tensor form first, so that a 0-dim tensor value (which may require grad) is not read as a number.
   def_both(

@@ -1,4 +1,4 @@
-"""Cases of scaled_dot_product_attention (issue 32), written once against PyTorch's API so that the same code runs
+"""Cases of scaled_dot_product_attention, written once against PyTorch's API so that the same code runs
 with `torch` and with `strata`: each case takes the library and returns named arrays (values and gradients).
 
     # re-record the reference with a Python that has PyTorch 2.15 and NumPy 1.24 (the inputs' generator):

@@ -1,4 +1,4 @@
-"""Issue 32's ops for Transformers and sampling from Python: Strata against PyTorch 2.15's recorded results for the
+"""The ops Transformers and sampling need, from Python: Strata against PyTorch 2.15's recorded results for the
 cases of transformer_ops_cases.py (values and gradients), and what a recording cannot show: errors, views, named
 results, sampling's statistics and reproducibility, and the nanoGPT pieces that existed before (AdamW's no-decay
 group, an embedding's weight tied to the output layer through save and load)."""
@@ -114,7 +114,7 @@ def test_gelu_both_forms_and_errors():
     assert y.erf_() is y and np.allclose(y.numpy(), [math.erf(0.5), math.erf(-2.0)])
 
 
-# --- the nanoGPT pieces that existed before issue 32 ---
+# --- the nanoGPT pieces that existed before these ops ---
 
 class TinyGPT(nn.Module):
     """nanoGPT's shape of model, tiny: embeddings, a LayerNorm, an MLP with GELU, an output layer tied to wte."""

@@ -262,8 +262,8 @@ int fair_share_of_threads() { return share_with(threads_in_regions().load()); }
 // region of more threads than CPUs, kept open for good, does shorten every spin (libgomp throttles then), but it
 // also cost the idle D2L exercise 5x, and a function in a program's .preinit_array runs before libc has set up the
 // environment it would write to. So the environment is the only way, and it belongs to the user: neither
-// `import strata` nor Strata's tools write it or start again to change it (they did until 2026-11-27, which changed
-// the environment of every process a program then started, and ran each tool twice). The README's table of
+// `import strata` nor Strata's tools write it or start again to change it (a write changes the environment of every
+// process the program then starts, and starting again runs each tool twice). The README's table of
 // variables gives the measured effect and says to set GOMP_SPINCOUNT=10000 on a machine shared with other work;
 // a C++ program that wants it without the user's help calls restart_with_short_openmp_spin first in main.
 

@@ -96,7 +96,7 @@ inline std::vector<OpCase> op_cases() {
                      bias.grad().flatten()}, 0);
        }},
       {"transformer_elementwise", [](V x) {
-         // Issue 32's elementwise ops: sin, cos, erf, GELU in both forms, masked_fill and the triangles, and the
+         // The Transformers' elementwise ops: sin, cos, erf, GELU in both forms, masked_fill and the triangles, and the
          // derivative kernels of the GELUs.
          Tensor in = x[0].detach();
          in.requires_grad_();
