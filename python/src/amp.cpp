@@ -8,12 +8,8 @@ namespace strata::python {
 
 namespace {
 
-DeviceType to_device_type(const std::string& name) {
-  for (int k = 0; k < kDeviceTypeCount; ++k) {
-    if (device_type_name(static_cast<DeviceType>(k)) == name) return static_cast<DeviceType>(k);
-  }
-  STRATA_THROW(InvalidArgumentError, "autocast: unknown device type '{}' (expected 'cpu', 'cuda' or 'hip')", name);
-}
+/// The device type of "cpu", "cuda", "hip:1", ...: Device's parser, whose error names the text.
+DeviceType to_device_type(const std::string& text) { return Device(text).type(); }
 
 }  // namespace
 
@@ -41,7 +37,7 @@ void register_amp(py::module_& m) {
       // on that device, and disables the scaler when CUDA is missing; Strata's works wherever the gradients are).
       .def(py::init([](const std::string& device, double init_scale, double growth_factor, double backoff_factor,
                        int64_t growth_interval, bool enabled) {
-             to_device_type(device.substr(0, device.find(':')));
+             to_device_type(device);
              amp::GradScalerOptions o;
              o.init_scale = init_scale;
              o.growth_factor = growth_factor;
