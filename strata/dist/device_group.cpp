@@ -361,9 +361,10 @@ bool staging_forced() {
 // The world sends each collective to the group for its tensors' device: CPU tensors (and barriers) to the host
 // group, MPI; tensors of a device type whose plugin registered a collective library to a DeviceGroup, made on the
 // first such collective (every rank reaches it at the same point). Without a library, or with
-// STRATA_DIST_STAGE_DEVICE_TENSORS=1, device tensors go through the host group, staged in host memory (counted
-// copies). A library that is registered but cannot be used is an error naming why, not a silent fall back to
-// staging: ranks that chose differently would wait on different collectives.
+// STRATA_DIST_STAGE_DEVICE_TENSORS=1, device tensors go to the host group, which stages them in host memory (counted
+// copies) when the options allow it and refuses them otherwise (Note [Nothing staged behind the caller's back]). A
+// library that is registered but cannot be used is an error naming why, not a silent fall back to staging: ranks that
+// chose differently would wait on different collectives.
 class WorldGroup final : public ProcessGroup {
  public:
   WorldGroup(std::shared_ptr<ProcessGroup> host, const ProcessGroupOptions& options)

@@ -51,7 +51,9 @@ using detail::describe;
 using detail::describe_text;
 using detail::kind_name;
 
-MPI_Datatype mpi_type(DType dtype) {
+// The MPI type of `dtype` for a collective that reduces (`reduces`) or only moves the values: f16 and bf16 move as
+// 16-bit integers, and MPI cannot reduce them (MPI_DATATYPE_NULL: Note [Nothing staged behind the caller's back]).
+MPI_Datatype mpi_type(DType dtype, bool reduces) {
   switch (dtype) {
     case DType::F32: return MPI_FLOAT;
     case DType::F64: return MPI_DOUBLE;
@@ -59,7 +61,9 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::I64: return MPI_INT64_T;
     case DType::U8:
     case DType::Bool: return MPI_UINT8_T;
-    default: return MPI_DATATYPE_NULL;  // f16 and bf16 are staged as f32
+    case DType::F16:
+    case DType::BF16: return reduces ? MPI_DATATYPE_NULL : MPI_UINT16_T;
+    default: return MPI_DATATYPE_NULL;
   }
 }
 
@@ -110,9 +114,17 @@ class MpiWork final : public Work {
     }
   }
 
+  // The result is in the caller's tensor only once a staged copy is written back: the first call that sees the
+  // collective finished does it (on the caller's thread, as wait() would).
   bool is_completed() override {
-    std::lock_guard lock(mutex_);
-    return finished_;
+    std::unique_lock lock(mutex_);
+    if (!finished_) return false;
+    if (!error_ && after_) {
+      auto after = std::exchange(after_, nullptr);
+      lock.unlock();
+      after();
+    }
+    return true;
   }
 
   void finish(std::exception_ptr error) {
@@ -140,23 +152,44 @@ class MpiWork final : public Work {
 };
 
 // A tensor as MPI sees it: host memory of an MPI type. CPU tensors of such a type, contiguous, are used in place;
-// others (GPU tensors, f16 and bf16) through a host copy that is written back when the caller waits.
+// with ProcessGroupOptions::stage_through_host, others (GPU tensors, f16 and bf16 reductions) go through a host copy
+// that is written back when the caller waits, and without it they are refused (Note [Nothing staged behind the
+// caller's back]).
 struct Staged {
   Tensor original;
   Tensor host;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
   bool copied = false;
 };
 
-Staged stage(const char* op, const Tensor& t) {
+constexpr const char* kOptIn =
+    "or let the group stage it through host memory on every rank (ProcessGroupOptions::stage_through_host, "
+    "STRATA_DIST_STAGE_THROUGH_HOST=1, init_process_group(..., stage_through_host=True) in Python)";
+
+Staged stage(const char* op, const Tensor& t, bool reduces, bool allowed) {
   STRATA_CHECK(t.defined(), InvalidArgumentError, "{}: the tensor is undefined", op);
   STRATA_CHECK(t.is_contiguous(), InvalidArgumentError,
                "{}: the tensor must be contiguous (call .contiguous() and pass the result)", op);
-  Staged s{t, t};
-  if (!t.device().is_cpu() || mpi_type(t.dtype()) == MPI_DATATYPE_NULL) {
-    const DType wire = mpi_type(t.dtype()) == MPI_DATATYPE_NULL ? DType::F32 : t.dtype();
-    s.host = t.to(kCPU).to(wire).contiguous();  // a counted device-to-host copy for a GPU tensor
-    s.copied = true;
+  Staged s{t, t, mpi_type(t.dtype(), reduces)};
+  const bool on_device = !t.device().is_cpu();
+  const bool unreducible = s.type == MPI_DATATYPE_NULL;
+  if (!on_device && !unreducible) return s;
+  if (!allowed) {
+    if (on_device) {
+      STRATA_THROW(DeviceMismatchError,
+                   "{}: a {} tensor, but this world has no collective library for {} devices and MPI moves host "
+                   "memory only; copy it to the CPU yourself (t.to(kCPU)) and back, {}",
+                   op, t.device(), device_type_name(t.device().type()), kOptIn);
+    }
+    STRATA_THROW(DTypeError,
+                 "{}: MPI cannot reduce {} tensors; convert it to f32 yourself (t.to(DType::F32)) and back, {} (it is "
+                 "then reduced as f32 and rounded back to {})",
+                 op, t.dtype(), kOptIn, t.dtype());
   }
+  const DType wire = unreducible ? DType::F32 : t.dtype();
+  s.host = t.to(kCPU).to(wire).contiguous();  // a counted device-to-host copy for a GPU tensor
+  s.type = mpi_type(wire, reduces);
+  s.copied = true;
   return s;
 }
 
@@ -201,11 +234,11 @@ class MpiGroup final : public ProcessGroup {
   std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op) override {
     STRATA_CHECK(tensor.defined(), InvalidArgumentError, "all_reduce: the tensor is undefined");
     detail::check_reducible("all_reduce", tensor, op);
-    auto staged = std::make_shared<Staged>(stage("all_reduce", tensor));
+    auto staged = std::make_shared<Staged>(stage("all_reduce", tensor, true, options_.stage_through_host));
     return enqueue(Kind::AllReduce, tensor, op, 0, staged, [this, staged, op] {
       Tensor& h = staged->host;
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, h.data_ptr(), static_cast<int>(h.numel()), mpi_type(h.dtype()),
-                              mpi_op(op), MPI_COMM_WORLD),
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, h.data_ptr(), static_cast<int>(h.numel()), staged->type, mpi_op(op),
+                              MPI_COMM_WORLD),
                 "MPI_Allreduce", rank_);
       if (op == ReduceOp::Avg) divide(h.data_ptr(), h.dtype(), h.numel(), size_);
     });
@@ -214,35 +247,35 @@ class MpiGroup final : public ProcessGroup {
   std::shared_ptr<Work> broadcast(Tensor& tensor, int root) override {
     STRATA_CHECK(root >= 0 && root < size_, InvalidArgumentError, "broadcast: root {} is not a rank of a world of {}",
                  root, size_);
-    auto staged = std::make_shared<Staged>(stage("broadcast", tensor));
+    auto staged = std::make_shared<Staged>(stage("broadcast", tensor, false, options_.stage_through_host));
     return enqueue(Kind::Broadcast, tensor, ReduceOp::Sum, root, staged, [this, staged, root] {
       Tensor& h = staged->host;
-      check_mpi(MPI_Bcast(h.data_ptr(), static_cast<int>(h.numel()), mpi_type(h.dtype()), root, MPI_COMM_WORLD),
-                "MPI_Bcast", rank_);
+      check_mpi(MPI_Bcast(h.data_ptr(), static_cast<int>(h.numel()), staged->type, root, MPI_COMM_WORLD), "MPI_Bcast",
+                rank_);
     });
   }
 
   std::shared_ptr<Work> all_gather(Tensor& output, const Tensor& input) override {
     detail::check_gathered("all_gather", output, input, size_);
-    auto in = std::make_shared<Staged>(stage("all_gather", input));
-    auto out = std::make_shared<Staged>(stage("all_gather", output));
+    auto in = std::make_shared<Staged>(stage("all_gather", input, false, options_.stage_through_host));
+    auto out = std::make_shared<Staged>(stage("all_gather", output, false, options_.stage_through_host));
     return enqueue(Kind::AllGather, input, ReduceOp::Sum, 0, out, [this, in, out] {
       const int count = static_cast<int>(in->host.numel());
-      check_mpi(MPI_Allgather(in->host.data_ptr(), count, mpi_type(in->host.dtype()), out->host.data_ptr(), count,
-                              mpi_type(out->host.dtype()), MPI_COMM_WORLD),
-                "MPI_Allgather", rank_);
+      check_mpi(
+          MPI_Allgather(in->host.data_ptr(), count, in->type, out->host.data_ptr(), count, out->type, MPI_COMM_WORLD),
+          "MPI_Allgather", rank_);
     });
   }
 
   std::shared_ptr<Work> reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op) override {
     detail::check_gathered("reduce_scatter", input, output, size_);
     detail::check_reducible("reduce_scatter", output, op);
-    auto in = std::make_shared<Staged>(stage("reduce_scatter", input));
-    auto out = std::make_shared<Staged>(stage("reduce_scatter", output));
+    auto in = std::make_shared<Staged>(stage("reduce_scatter", input, true, options_.stage_through_host));
+    auto out = std::make_shared<Staged>(stage("reduce_scatter", output, true, options_.stage_through_host));
     return enqueue(Kind::ReduceScatter, output, op, 0, out, [this, in, out, op] {
       Tensor& h = out->host;
-      check_mpi(MPI_Reduce_scatter_block(in->host.data_ptr(), h.data_ptr(), static_cast<int>(h.numel()),
-                                         mpi_type(h.dtype()), mpi_op(op), MPI_COMM_WORLD),
+      check_mpi(MPI_Reduce_scatter_block(in->host.data_ptr(), h.data_ptr(), static_cast<int>(h.numel()), out->type,
+                                         mpi_op(op), MPI_COMM_WORLD),
                 "MPI_Reduce_scatter_block", rank_);
       if (op == ReduceOp::Avg) divide(h.data_ptr(), h.dtype(), h.numel(), size_);
     });

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 
 #include "strata/core/error.h"
 #include "strata/dist/device_collectives.h"
@@ -77,9 +78,17 @@ std::optional<int> env_int(const char* name, int min) {
   return value;
 }
 
+// A switch variable: std::nullopt when it is not set.
+std::optional<bool> env_switch(const char* name) {
+  const std::optional<std::string> text = environment_value(name);  // Note [Strata's environment variables]
+  if (!text) return std::nullopt;
+  return environment_switch(name, *text);
+}
+
 struct World {
   std::mutex mutex;
   std::shared_ptr<ProcessGroup> group;
+  ProcessGroupOptions options;  // what it was built with, the environment applied
 };
 
 World& the_world() {
@@ -133,12 +142,33 @@ LaunchInfo launch_info() {
 }
 
 ProcessGroup& init() {
+  {
+    World& w = the_world();
+    std::lock_guard lock(w.mutex);
+    if (w.group) return *w.group;
+  }
+  return init(ProcessGroupOptions{});
+}
+
+ProcessGroup& init(const ProcessGroupOptions& requested) {
   World& w = the_world();
   std::lock_guard lock(w.mutex);
-  if (w.group) return *w.group;
-  const LaunchInfo info = launch_info();
-  ProcessGroupOptions options;
+  ProcessGroupOptions options = requested;
   if (const auto seconds = env_int("STRATA_DIST_TIMEOUT", 1)) options.timeout = std::chrono::seconds(*seconds);
+  if (env_switch("STRATA_DIST_STAGE_THROUGH_HOST").value_or(false) ||
+      env_switch("STRATA_DIST_STAGE_DEVICE_TENSORS").value_or(false)) {
+    options.stage_through_host = true;  // Note [Nothing staged behind the caller's back]
+  }
+  if (w.group) {
+    STRATA_CHECK(options.timeout == w.options.timeout && options.stage_through_host == w.options.stage_through_host,
+                 InvalidArgumentError,
+                 "dist::init: the world was built with a timeout of {} s and stage_through_host={}; it cannot be "
+                 "built again with {} s and {}",
+                 std::chrono::duration<double>(w.options.timeout).count(), w.options.stage_through_host,
+                 std::chrono::duration<double>(options.timeout).count(), options.stage_through_host);
+    return *w.group;
+  }
+  const LaunchInfo info = launch_info();
   if (info.launcher == "mpirun") {
     std::string why;
     auto group = make_mpi_group(options, &why);
@@ -153,6 +183,7 @@ ProcessGroup& init() {
   } else {
     w.group = make_local_group();
   }
+  w.options = options;
   if (info.local_size > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
     set_num_threads(std::max(1, num_threads() / info.local_size));
   }

@@ -27,6 +27,8 @@ class Work {
  public:
   virtual ~Work() = default;
   virtual void wait() = 0;
+  /// True once the result is in the caller's tensors (or the collective failed, which wait() then throws); never
+  /// blocks. A staged tensor's result is copied back into it by the first call that sees the collective done.
   virtual bool is_completed() = 0;
 };
 
@@ -35,16 +37,30 @@ struct ProcessGroupOptions {
   /// How long a collective may take before wait() gives up with CollectiveTimeoutError naming the op, the rank and
   /// the sizes (STRATA_DIST_TIMEOUT, in seconds, overrides it in dist::init()).
   std::chrono::milliseconds timeout = std::chrono::minutes(5);
+  /// Lets collectives move what MPI cannot take as it is through a copy in host memory (Note [Nothing staged
+  /// behind the caller's back]): a device tensor whose device has no collective library (NCCL), and an f16 or bf16
+  /// reduction (reduced as f32, then rounded back). Off, such a tensor is an error that says what to do.
+  /// STRATA_DIST_STAGE_THROUGH_HOST=1 turns it on in dist::init(), as does STRATA_DIST_STAGE_DEVICE_TENSORS=1.
+  bool stage_through_host = false;
 };
+
+// Note [Nothing staged behind the caller's back]
+// MPI moves host memory, and reduces no 16-bit floats. A collective on a GPU tensor in a world without the GPU's
+// collective library, or an f16/bf16 all_reduce or reduce_scatter, could still run through a host copy (and f32
+// arithmetic), but that copy costs a device round trip or changes the rounding, unseen. So it is refused, on every
+// rank before any communication, with an error naming the tensor and the two ways on: convert it yourself, or opt in
+// with ProcessGroupOptions::stage_through_host. Broadcast and all_gather of f16/bf16 move the 16-bit values as they
+// are: nothing is computed on them, so nothing is staged.
 
 // Note [Collectives]
 // Every rank calls the same collectives in the same order, with tensors of the same shape and dtype (all_gather's
 // and reduce_scatter's larger side has the world size as its first dimension). Tensors are updated in place; they
-// must stay alive and untouched until the Work completes. Any device works: the world moves GPU tensors with NCCL,
-// and without it they are staged through host memory, counted as copies (Note [The world's groups] in
-// device_group.cpp). Avg divides the sum by the world size (floating dtypes only). Before each collective the ranks
-// compare what they were given, so a mismatch is a CollectiveMismatchError naming both sides on every rank rather
-// than a hang or garbage (Note [Checking that ranks agree] in mpi_group.cpp says what it costs).
+// must stay alive and untouched until the Work completes. The world moves GPU tensors with NCCL; without it, and
+// for f16/bf16 reductions, a tensor goes through host memory only when the options allow it (Note [Nothing staged
+// behind the caller's back], Note [The world's groups] in device_group.cpp). Avg divides the sum by the world size
+// (floating dtypes only). Before each collective the ranks compare what they were given, so a mismatch is a
+// CollectiveMismatchError naming both sides on every rank rather than a hang or garbage (Note [Checking that ranks
+// agree] in mpi_group.cpp says what it costs).
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
@@ -97,8 +113,11 @@ LaunchInfo launch_info();
 /// With several ranks on one machine and OMP_NUM_THREADS unset, each rank's CPU pool gets its share of the cores
 /// (cores / ranks on this machine, at least 1): ranks with a full pool each would run more threads than cores.
 /// Under torchrun's variables alone with a world of more than one, throws NotImplementedError (Strata's transport is
-/// MPI: launch with mpirun). Reads STRATA_DIST_TIMEOUT (seconds) when set.
+/// MPI: launch with mpirun). Reads STRATA_DIST_TIMEOUT (seconds) and STRATA_DIST_STAGE_THROUGH_HOST when set.
 ProcessGroup& init();
+/// init() with these options (the environment's variables still override them). The world is built once: when it
+/// has been, a call with other options than it was built with is an InvalidArgumentError (init() takes it as it is).
+ProcessGroup& init(const ProcessGroupOptions& options);
 /// The world built by init(); init() is called when it has not been.
 ProcessGroup& world();
 bool is_initialized();

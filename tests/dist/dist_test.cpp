@@ -9,12 +9,15 @@
 #include <string>
 
 #include "strata/autograd/grad_mode.h"
+#include "strata/autograd/hooks.h"
+#include "strata/autograd/node.h"
 #include "strata/core/error.h"
 #include "strata/data/dataset.h"
 #include "strata/data/distributed_sampler.h"
 #include "strata/dist/ddp.h"
 #include "strata/dist/process_group.h"
 #include "strata/nn/layers.h"
+#include "strata/optim/sgd.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/random.h"
@@ -75,8 +78,10 @@ class ScopedEnv {
 
 TEST(LaunchInfo, ReadsOpenMpiThenTorchrunVariables) {
   {
-    const ScopedEnv env{{"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_RANK", "2"},
-                        {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"WORLD_SIZE", "8"}};
+    const ScopedEnv env{{"OMPI_COMM_WORLD_SIZE", "4"},
+                        {"OMPI_COMM_WORLD_RANK", "2"},
+                        {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                        {"WORLD_SIZE", "8"}};
     const auto info = dist::launch_info();
     EXPECT_EQ(info.launcher, "mpirun");
     EXPECT_EQ(info.size, 4);
@@ -102,8 +107,8 @@ TEST(LaunchInfo, ReadsOpenMpiThenTorchrunVariables) {
 TEST(LaunchInfo, MalformedValuesNameTheVariable) {
   {
     const ScopedEnv env{{"OMPI_COMM_WORLD_SIZE", "two"}};
-    EXPECT_THAT([] { dist::launch_info(); }, ::testing::ThrowsMessage<InvalidArgumentError>(
-                                                 HasSubstr("OMPI_COMM_WORLD_SIZE='two'")));
+    EXPECT_THAT([] { dist::launch_info(); },
+                ::testing::ThrowsMessage<InvalidArgumentError>(HasSubstr("OMPI_COMM_WORLD_SIZE='two'")));
   }
   {
     const ScopedEnv env{{"OMPI_COMM_WORLD_SIZE", nullptr}, {"WORLD_SIZE", "2"}, {"RANK", "5"}};
@@ -221,6 +226,165 @@ TEST(DistributedDataParallel, InAWorldOfOneTheGradientsAreUnchanged) {
   const auto plain = gradients(std::nullopt);
   EXPECT_EQ(gradients(dist::DdpOptions{}), plain);
   EXPECT_EQ(gradients(tiny), plain);
+}
+
+TEST(PostAccumulateHooks, ARemovedHookRunsNoMoreAndOthersStay) {
+  Tensor w = tensor<float>({1, 2});
+  w.requires_grad_();
+  int kept = 0, removed = 0;
+  w.register_post_accumulate_grad_hook([&](const Tensor&) { ++kept; });
+  auto handle = autograd::register_post_accumulate_grad_hook(w, [&](const Tensor&) { ++removed; });
+  EXPECT_TRUE(handle.active());
+  sum(w * 2.0).backward();
+  EXPECT_EQ(kept, 1);
+  EXPECT_EQ(removed, 1);
+  handle.remove();
+  EXPECT_FALSE(handle.active());
+  handle.remove();  // again: nothing
+  sum(w * 2.0).backward();
+  EXPECT_EQ(kept, 2);
+  EXPECT_EQ(removed, 1);
+  EXPECT_EQ(w.autograd_meta()->post_accumulate_hooks.size(), 1u);  // taken off, not only turned off
+  // After the tensor is gone, remove() has nothing to do.
+  autograd::RemovableHandle orphan;
+  {
+    Tensor v = ones({2});
+    v.requires_grad_();
+    orphan = autograd::register_post_accumulate_grad_hook(v, [](const Tensor&) {});
+  }
+  orphan.remove();
+  EXPECT_THROW(autograd::register_post_accumulate_grad_hook(w * 2.0, [](const Tensor&) {}), InvalidArgumentError);
+}
+
+// Two heads on one body; forward runs one of them, so the other's parameters get no gradient.
+class TwoHeads : public nn::Layer {
+ public:
+  TwoHeads() : Layer("TwoHeads") {
+    body = register_module("body", std::make_shared<nn::Linear>(6, 8));
+    a = register_module("a", std::make_shared<nn::Linear>(8, 3));
+    b = register_module("b", std::make_shared<nn::Linear>(8, 3));
+  }
+  Tensor forward(const Tensor& x) override {
+    const Tensor h = relu((*body)(x));
+    return use_b ? (*b)(h) : (*a)(h);
+  }
+  std::shared_ptr<nn::Linear> body, a, b;
+  bool use_b = false;
+};
+
+TEST(DistributedDataParallel, AParameterNoRankUsedKeepsItsGradientUntouched) {
+  auto group = dist::make_local_group();
+  manual_seed(4);
+  auto model = std::make_shared<TwoHeads>();
+  dist::DistributedDataParallel ddp(model, *group);
+  optim::SGD sgd(model->parameters(), optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01));
+  const Tensor x = randn({4, 6});
+  const std::vector<float> b_weight = model->b->weight.to_vector<float>();
+  for (int step = 0; step < 2; ++step) {
+    sgd.zero_grad();
+    sum(ddp(x)).backward();
+    sgd.step();
+  }
+  EXPECT_FALSE(model->b->weight.grad().defined()) << "an unused parameter got a gradient";
+  EXPECT_EQ(model->b->weight.to_vector<float>(), b_weight) << "momentum or weight decay moved an unused parameter";
+  EXPECT_TRUE(model->a->weight.grad().defined());
+  // A gradient it already had stays as it was, bit for bit.
+  model->b->weight.set_grad(full(model->b->weight.shape(), 0.25f));
+  sum(ddp(x)).backward();
+  EXPECT_EQ(model->b->weight.grad().to_vector<float>(), std::vector<float>(24, 0.25f));
+}
+
+TEST(DistributedDataParallel, IsCallableAndRunsTheModule) {
+  auto group = dist::make_local_group();
+  auto model = small_mlp();
+  dist::DistributedDataParallel ddp(model, *group);
+  manual_seed(5);
+  const Tensor x = randn({3, 6});
+  EXPECT_EQ(ddp(x).to_vector<float>(), (*model)(x).to_vector<float>());
+  EXPECT_EQ(ddp.forward(x).to_vector<float>(), (*model)(x).to_vector<float>());
+  // A module that is not a layer of one input cannot be called through the wrapper.
+  auto holder = std::make_shared<nn::Module>("Holder");
+  holder->register_module("inner", small_mlp());
+  dist::DistributedDataParallel plain(holder, *group);
+  EXPECT_THAT([&] { plain(x); }, ::testing::ThrowsMessage<InvalidArgumentError>(HasSubstr("not an nn::Layer")));
+}
+
+// Dropping the wrapper takes its hooks off: the module trains alone again (its hooks would otherwise call into a
+// destroyed object), and a second wrapper reduces once, not twice.
+TEST(DistributedDataParallel, DroppingTheWrapperRemovesItsHooksAndTheModuleCanBeWrappedAgain) {
+  auto group = dist::make_local_group();
+  manual_seed(9);
+  const Tensor x = randn({8, 6});
+  auto model = small_mlp();
+  const auto hooks = [&] {
+    std::size_t n = 0;
+    for (const Tensor& p : model->parameters()) n += p.autograd_meta()->post_accumulate_hooks.size();
+    return n;
+  };
+  const auto grads = [&] {
+    model->zero_grad();
+    sum((*model)(x)).backward();
+    std::vector<std::vector<float>> out;
+    for (const Tensor& p : model->parameters()) out.push_back(p.grad().to_vector<float>());
+    return out;
+  };
+  const auto plain = grads();
+  {
+    dist::DistributedDataParallel ddp(model, *group);
+    EXPECT_EQ(hooks(), model->parameters().size());
+    EXPECT_EQ(grads(), plain);
+  }
+  EXPECT_EQ(hooks(), 0u);
+  EXPECT_EQ(grads(), plain);
+  dist::DistributedDataParallel again(model, *group);
+  EXPECT_EQ(hooks(), model->parameters().size());
+  EXPECT_EQ(grads(), plain);
+}
+
+TEST(DistributedDataParallel, GradientsAsBucketViewsAreTheSameValuesWithoutCopies) {
+  auto group = dist::make_local_group();
+  manual_seed(9);
+  const Tensor x = randn({8, 6});
+  auto reference = small_mlp();
+  auto model = small_mlp();
+  dist::DdpOptions options;
+  options.gradient_as_bucket_view = true;
+  options.first_bucket_cap_bytes = options.bucket_cap_bytes = 16 * 16 * 4;
+  dist::DistributedDataParallel ddp(model, *group, options);
+  for (int step = 0; step < 3; ++step) {
+    reference->zero_grad(/*set_to_none=*/step == 0);
+    model->zero_grad(/*set_to_none=*/step == 0);
+    sum((*reference)(x)).backward();
+    sum(ddp(x)).backward();
+    const auto params = model->parameters(), expected = reference->parameters();
+    for (std::size_t p = 0; p < params.size(); ++p) {
+      EXPECT_EQ(params[p].grad().to_vector<float>(), expected[p].grad().to_vector<float>()) << p;
+    }
+  }
+  // Each gradient is a view into its bucket: the parameters of one bucket have adjacent gradients, in bucket order.
+  for (const auto& bucket : ddp.bucket_layout()) {
+    const auto params = model->parameters();
+    for (std::size_t i = 1; i < bucket.size(); ++i) {
+      const Tensor& before = params[bucket[i - 1]].grad();
+      EXPECT_EQ(static_cast<const char*>(params[bucket[i]].grad().data_ptr()),
+                static_cast<const char*>(before.data_ptr()) + before.numel() * before.element_size());
+    }
+  }
+  // zero_grad(set_to_none=false) and backward then work in place: the same memory step after step.
+  const void* first = model->parameters()[0].grad().data_ptr();
+  model->zero_grad(false);
+  sum(ddp(x)).backward();
+  EXPECT_EQ(model->parameters()[0].grad().data_ptr(), first);
+}
+
+TEST(DistInit, TheWorldIsBuiltOnceWithOneSetOfOptions) {
+  dist::ProcessGroup& w = dist::init();
+  EXPECT_EQ(&dist::init(), &w);
+  EXPECT_EQ(&dist::world(), &w);
+  dist::ProcessGroupOptions other;
+  other.timeout = std::chrono::milliseconds(1234);
+  EXPECT_THAT([&] { dist::init(other); },
+              ::testing::ThrowsMessage<InvalidArgumentError>(HasSubstr("cannot be built again")));
 }
 
 }  // namespace

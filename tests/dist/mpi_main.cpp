@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
+#include "dist/fake_collectives.h"
 #include "strata/core/error.h"
 #include "strata/dist/ddp.h"
 #include "strata/dist/device_collectives.h"
@@ -17,7 +19,6 @@
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/random.h"
-#include "dist/fake_collectives.h"
 
 namespace strata {
 namespace {
@@ -38,7 +39,8 @@ TEST(MpiWorld, HasTheLaunchersRanks) {
 TEST(MpiCollectives, AllReduceOfEveryDtypeMatchesAHandComputation) {
   const int n = world().size(), r = world().rank();
   const double s = n * (n + 1) / 2.0;
-  for (const DType dtype : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8}) {
+  // f16 and bf16 need staging (MpiStaging below).
+  for (const DType dtype : {DType::F32, DType::F64, DType::I32, DType::I64, DType::U8}) {
     SCOPED_TRACE(dtype_name(dtype));
     const Tensor base = tensor<double>({1, 2, 3, 4}).to(dtype);
     Tensor sum_t = base * (r + 1), max_t = base * (r + 1), min_t = base * (r + 1);
@@ -77,6 +79,42 @@ TEST(MpiCollectives, BroadcastAllGatherReduceScatterAndBarrier) {
   const float expected = static_cast<float>(n * r + n * (n - 1) / 2);
   EXPECT_EQ(output.to_vector<float>(), (std::vector<float>(3, expected)));
   world().barrier()->wait();
+}
+
+// Note [Nothing staged behind the caller's back]: MPI reduces no 16-bit floats, so an f16 or bf16 reduction is
+// refused on every rank before any communication, naming the ways on; moving them needs no arithmetic and no copy.
+TEST(MpiCollectives, SixteenBitFloatsMoveAsTheyAreButAreNotReducedWithoutStaging) {
+  ASSERT_EQ(std::getenv("STRATA_DIST_STAGE_THROUGH_HOST"), nullptr) << "run without staging";
+  const int n = world().size(), r = world().rank();
+  for (const DType dtype : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Tensor t = full({3}, 1.5, dtype);
+    EXPECT_THAT([&] { world().all_reduce(t); },
+                ::testing::ThrowsMessage<DTypeError>(
+                    AllOf(HasSubstr(fmt::format("all_reduce: MPI cannot reduce {} tensors; convert it to f32 yourself",
+                                                dtype_name(dtype))),
+                          HasSubstr("ProcessGroupOptions::stage_through_host"))));
+    Tensor rows = zeros({n, 3}, dtype);
+    EXPECT_THROW(world().reduce_scatter(t, rows), DTypeError);
+    // Broadcast and all_gather compute nothing: they run without staging, on the 16-bit values.
+    Tensor b = full({3}, 0.1 * (r + 1), dtype);
+    world().broadcast(b, n - 1)->wait();
+    EXPECT_EQ(b.to_vector<double>(), full({3}, 0.1 * n, dtype).to_vector<double>());
+    Tensor all = zeros({n, 3}, dtype);
+    world().all_gather(all, b)->wait();
+    EXPECT_EQ(all[0].to_vector<double>(), b.to_vector<double>());
+  }
+  Tensor ok = ones({2});
+  world().all_reduce(ok)->wait();  // the ranks are still in step
+  EXPECT_EQ(ok.to_vector<float>()[0], static_cast<float>(n));
+}
+
+TEST(MpiCollectives, IsCompletedOnlyOnceTheResultIsThere) {
+  Tensor t = ones({1 << 16});
+  auto work = world().all_reduce(t);
+  while (!work->is_completed()) std::this_thread::yield();
+  EXPECT_EQ(t.to_vector<float>()[(1 << 16) - 1], static_cast<float>(world().size()));
+  work->wait();
 }
 
 TEST(MpiCollectives, AVirtualCpuDeviceTensorIsReducedInPlace) {
@@ -135,6 +173,28 @@ TEST(MpiDeviceGroup, TheGroupIdComesFromRankZeroAndDisagreementIsAnError) {
   }
   group.reset();
   dist::register_collective_library(DeviceType::CPU, nullptr);
+}
+
+// Run on its own with STRATA_DIST_STAGE_THROUGH_HOST=1 (tests/dist/CMakeLists.txt): what the opt-in stages.
+TEST(MpiStaging, SixteenBitFloatsAreReducedAsF32AndCopiedBackByIsCompleted) {
+  ASSERT_NE(std::getenv("STRATA_DIST_STAGE_THROUGH_HOST"), nullptr) << "run with STRATA_DIST_STAGE_THROUGH_HOST=1";
+  const int n = world().size(), r = world().rank();
+  const double s = n * (n + 1) / 2.0;
+  for (const DType dtype : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor base = tensor<double>({1, 2, 3, 4}).to(dtype);
+    Tensor sum_t = base * (r + 1), max_t = base * (r + 1), avg_t = base * (r + 1);
+    world().all_reduce(sum_t, dist::ReduceOp::Sum)->wait();
+    world().all_reduce(max_t, dist::ReduceOp::Max)->wait();
+    EXPECT_EQ(sum_t.dtype(), dtype);
+    EXPECT_EQ(sum_t.to_vector<double>(), (base * s).to_vector<double>());
+    EXPECT_EQ(max_t.to_vector<double>(), (base * n).to_vector<double>());
+    // is_completed() is true only once the staged result is back in the tensor, without wait().
+    auto work = world().all_reduce(avg_t, dist::ReduceOp::Avg);
+    while (!work->is_completed()) std::this_thread::yield();
+    EXPECT_EQ(avg_t.to_vector<double>(), (base * (s / n)).to_vector<double>());
+    work->wait();
+  }
 }
 
 std::shared_ptr<nn::Sequential> mlp() {
@@ -250,6 +310,125 @@ TEST(MpiDdp, OneBucketAndManyTinyBucketsGiveTheSameBits) {
   EXPECT_EQ(train_ddp(one), train_ddp(tiny));
 }
 
+TEST(MpiDdp, GradientsAsBucketViewsGiveTheSameBits) {
+  dist::DdpOptions views;
+  views.gradient_as_bucket_view = true;
+  EXPECT_EQ(train_ddp(views), train_ddp({}));
+  views.first_bucket_cap_bytes = views.bucket_cap_bytes = 64;
+  EXPECT_EQ(train_ddp(views), train_ddp({}));
+}
+
+// Two heads on one body; forward runs one of them, so the other's parameters get no gradient in that pass.
+class TwoHeads : public nn::Layer {
+ public:
+  TwoHeads() : Layer("TwoHeads") {
+    body = register_module("body", std::make_shared<nn::Linear>(6, 8));
+    a = register_module("a", std::make_shared<nn::Linear>(8, 3));
+    b = register_module("b", std::make_shared<nn::Linear>(8, 3));
+  }
+  Tensor forward(const Tensor& x) override {
+    const Tensor h = relu((*body)(x));
+    return use_b ? (*b)(h) : (*a)(h);
+  }
+  std::shared_ptr<nn::Linear> body, a, b;
+  bool use_b = false;
+};
+
+// Note [Parameters that a pass did not use]: head b is used on rank 0 only, and gets the average over the world
+// (rank 0's gradient / n) on every rank; head a is used on the other ranks; a parameter no rank used keeps its
+// gradient, and SGD with momentum and weight decay leaves it where it was.
+TEST(MpiDdp, AParameterUsedOnSomeRanksIsAveragedAndOneNoRankUsedIsUntouched) {
+  const int n = world().size(), r = world().rank();
+  for (const bool views : {false, true}) {
+    SCOPED_TRACE(views ? "gradient_as_bucket_view" : "copies");
+    manual_seed(11);
+    auto model = std::make_shared<TwoHeads>();
+    dist::DdpOptions options;
+    options.gradient_as_bucket_view = views;
+    options.first_bucket_cap_bytes = options.bucket_cap_bytes = 64;  // one bucket for most parameters
+    dist::DistributedDataParallel ddp(model, world(), options);
+    manual_seed(12);
+    const Tensor x = randn({4, 6});  // the same on every rank
+    model->use_b = r == 0;
+    model->zero_grad();
+    sum(ddp(x)).backward();
+    // Rank 0's gradient of b's weight, computed locally: what each rank should hold, divided by n.
+    manual_seed(11);
+    auto alone = std::make_shared<TwoHeads>();
+    alone->use_b = true;
+    sum((*alone)(x)).backward();
+    const auto expected = (alone->b->weight.grad() / static_cast<double>(n)).to_vector<float>();
+    const auto got = model->b->weight.grad().to_vector<float>();
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], expected[i]) << i;
+    EXPECT_TRUE(model->a->weight.grad().defined());  // used on ranks 1..n-1, averaged everywhere
+
+    // Now no rank uses b: its gradient stays as it is, and the optimizer leaves b alone.
+    model->use_b = false;
+    model->zero_grad();
+    optim::SGD sgd(model->parameters(), optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01));
+    const auto b_before = model->b->weight.to_vector<float>();
+    for (int step = 0; step < 2; ++step) {
+      sgd.zero_grad();
+      sum(ddp(x)).backward();
+      sgd.step();
+    }
+    EXPECT_FALSE(model->b->weight.grad().defined());
+    EXPECT_EQ(model->b->weight.to_vector<float>(), b_before);
+  }
+}
+
+// Dropping the wrapper takes its hooks off: backward then gives each rank its own gradient, and a new wrapper
+// averages once.
+TEST(MpiDdp, DroppingTheWrapperLeavesLocalTrainingAndWrappingAgainAveragesOnce) {
+  const int n = world().size(), r = world().rank();
+  auto model = mlp();
+  const GlobalBatches data = global_batches(1, kBatch);
+  const Tensor x = shard(data.x[0], r, n);
+  const auto first_grad = [&] {
+    model->zero_grad();
+    sum((*model)(x)).backward();
+    return model->parameters()[0].grad().reshape({-1}).contiguous();
+  };
+  const auto gathered = [&](const Tensor& g) {
+    Tensor all = zeros({n, g.numel()});
+    world().all_gather(all, g)->wait();
+    return all;
+  };
+  { dist::DistributedDataParallel ddp(model, world()); }  // rank 0's weights everywhere, then gone
+  const Tensor local = first_grad();
+  const Tensor locals = gathered(local);
+  EXPECT_NE(locals[0].to_vector<float>(), locals[n - 1].to_vector<float>()) << "still averaged after the wrapper died";
+  dist::DistributedDataParallel again(model, world());
+  const Tensor averaged = first_grad();
+  const auto expected = (sum(locals, {0}) / static_cast<double>(n)).to_vector<float>();
+  const auto got = averaged.to_vector<float>();
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], expected[i]) << i;
+}
+
+// A parameter used only in a no_sync() pass still had a gradient to contribute: the next synchronised pass
+// averages it, though that pass did not use it.
+TEST(MpiDdp, AGradientAccumulatedUnderNoSyncIsAveragedByAPassThatDidNotUseIt) {
+  const int n = world().size(), r = world().rank();
+  manual_seed(11);
+  auto model = std::make_shared<TwoHeads>();
+  dist::DistributedDataParallel ddp(model, world());
+  manual_seed(12);
+  const Tensor x = randn({4, 6}) * static_cast<double>(r + 1);  // a different batch on each rank
+  {
+    auto guard = ddp.no_sync();
+    model->use_b = true;
+    sum(ddp(x)).backward();
+  }
+  const Tensor local = model->b->weight.grad().reshape({-1}).contiguous();
+  Tensor locals = zeros({n, local.numel()});
+  world().all_gather(locals, local)->wait();
+  model->use_b = false;
+  sum(ddp(x)).backward();
+  const auto expected = (sum(locals, {0}) / static_cast<double>(n)).to_vector<float>();
+  const auto got = model->b->weight.grad().to_vector<float>();
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], expected[i]) << i;
+}
+
 TEST(MpiDdp, NoSyncAccumulatesLocallyAndTheNextBackwardAveragesTheSum) {
   const int n = world().size(), r = world().rank();
   auto model = mlp();
@@ -283,6 +462,7 @@ TEST(MpiFailures, ARankThatLeavesMakesTheOthersFailWithinTheTimeout) {
     std::printf("rank 0 timed out as expected: %s\n", e.what());
     std::fflush(stdout);
     EXPECT_THAT(e.what(), HasSubstr("all_reduce of [1000] f32 (sum) on rank 0 of 2 did not finish within"));
+    EXPECT_THAT(e.what(), HasSubstr("the other rank, rank 1, did not complete it"));  // Note [Naming the lost rank]
   }
   EXPECT_THROW(world().barrier(), DistributedError) << "the group must refuse work after a timeout";
 }
