@@ -454,6 +454,16 @@ void register_creation(py::module_& m) {
       },
       py::arg("low"), py::arg("high"), py::arg("size"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none());
+  // PyTorch's other form, from 0 (nanoGPT's train.py: torch.randint(len(data) - block_size, (batch_size,))). Its
+  // size must be a sequence, so that randint(5, 10), which PyTorch refuses, is not read as ten values below 5.
+  m.def(
+      "randint",
+      [](int64_t high, py::object size, py::object dtype, py::object device) {
+        STRATA_CHECK(PySequence_Check(size.ptr()) && !PyUnicode_Check(size.ptr()), TypeError,
+                     "randint(high, size): size must be a tuple of ints, got {}", type_name(size));
+        return randint(0, high, to_sizes(size), options(dtype, device, DType::I64));
+      },
+      py::arg("high"), py::arg("size"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none());
   m.def(
       "scalar_tensor",
       [](const Scalar& v, py::object dtype, py::object device) {

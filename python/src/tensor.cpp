@@ -1,5 +1,6 @@
 // The Tensor class: properties, conversions, indexing and autograd, under PyTorch's names. The operators and math
 // functions are in ops.cpp; NumPy and DLPack exchange in interop.cpp.
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
@@ -38,22 +39,110 @@ int64_t to_index(py::handle h, const Tensor& t, int64_t dim) {
   return static_cast<int64_t>(v);
 }
 
+// A Python list in an index, as PyTorch reads it: ints are an int64 index tensor (x[:, [-1]] keeps the dim), bools a
+// boolean mask, [] an empty int64 index. Its values are checked against the dim like an index tensor's.
+py::object list_as_index(py::handle list) {
+  if (py::len(list) == 0) return py::cast(empty({0}, TensorOptions(DType::I64)));
+  // PyTorch (as NumPy once did) reads a list holding sequences, tensors, slices or None as a tuple of indices; a
+  // list of lists here would mean something else, so it is refused rather than read either way.
+  for (py::handle item : py::reinterpret_borrow<py::list>(list)) {
+    STRATA_CHECK(!PySequence_Check(item.ptr()) && !py::isinstance<Tensor>(item) && !PySlice_Check(item.ptr()) &&
+                     !item.is_none() && item.ptr() != Py_Ellipsis,
+                 IndexError,
+                 "a list used as an index must hold ints or bools, got a {} in it (PyTorch reads such a list as a "
+                 "tuple of indices: write the tuple, or index with a tensor of several dims)",
+                 type_name(item));
+  }
+  Tensor t = py::module_::import("strata").attr("tensor")(list).cast<Tensor>();
+  STRATA_CHECK(is_integral(t.dtype()), IndexError, "a list used as an index must hold ints or bools, got {} values",
+               t.dtype());
+  return py::cast(std::move(t));
+}
+
+// Dims [begin, end) of a shape.
+Shape dims_of(const Shape& shape, int64_t begin, int64_t end) {
+  Shape part;
+  for (int64_t i = begin; i < end; ++i) part.push_back(shape[static_cast<std::size_t>(i)]);
+  return part;
+}
+
+// A boolean mask indexes the dims of t from d on that it covers, and must have their sizes exactly (no broadcast).
+void check_mask(const Tensor& t, int64_t d, const Tensor& mask) {
+  STRATA_CHECK(d + mask.dim() <= t.dim() && dims_of(t.shape(), d, d + mask.dim()) == mask.shape(), IndexError,
+               "the boolean mask's shape {} does not match the shape {} of the dims it indexes (from dim {} of a "
+               "tensor of shape {})",
+               mask.shape(), dims_of(t.shape(), d, std::min(t.dim(), d + mask.dim())), d, t.shape());
+}
+
+// t[..., mask, ...]: the dims the mask covers become one, of the positions where it is true, in order (a copy, as
+// in PyTorch). The mask is read on the host, as PyTorch's nonzero does: its count of trues is the result's shape.
+Tensor select_masked(const Tensor& t, int64_t d, const Tensor& mask) {
+  check_mask(t, d, mask);
+  const Tensor host = mask.cpu().contiguous();
+  const auto* values = static_cast<const bool*>(host.data_ptr());
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    if (values[i]) positions.push_back(i);
+  }
+  Shape flat = dims_of(t.shape(), 0, d);
+  flat.push_back(host.numel());
+  for (int64_t s : dims_of(t.shape(), d + mask.dim(), t.dim())) flat.push_back(s);
+  const auto count = static_cast<int64_t>(positions.size());
+  return index_select(t.reshape(flat), d, tensor(positions, {count}, t.device()));
+}
+
+// t[..., index, ...] with an integer index tensor of any number of dims: the dim it indexes is replaced by the
+// index's dims, as in PyTorch (x[[[0, 1]]] of a (3, 4) x has shape (1, 2, 4)).
+Tensor select_indices(const Tensor& t, int64_t d, const Tensor& index) {
+  STRATA_CHECK(d < t.dim(), IndexError, "too many indices for tensor of dimension {}", t.dim());
+  // Wrapped before it is flattened: wrap_index copies a tensor it would change, but not a view of one.
+  const Tensor wrapped = wrap_index(index, t.size(d), d);
+  Tensor result = index_select(t, d, wrapped.reshape({index.numel()}).to(t.device()));
+  if (index.dim() == 1) return result;
+  Shape shape = dims_of(t.shape(), 0, d);
+  for (int64_t s : index.shape()) shape.push_back(s);
+  for (int64_t s : dims_of(t.shape(), d + 1, t.dim())) shape.push_back(s);
+  return result.reshape(shape);
+}
+
+/// A boolean mask of an assignment t[..., mask, ...] = v: apply_index leaves its dims in the view, and the
+/// assignment writes only where the mask is true.
+struct AssignmentMask {
+  Tensor mask;
+  int64_t dim = 0;  // the first dim of the view that the mask covers
+};
+
 // What one index of t[...] does: a number picks (and drops) a dim, a slice keeps it, None adds one, an integer
-// tensor gathers along it (a copy, as in PyTorch).
-Tensor apply_index(const Tensor& self, py::handle index, bool for_assignment) {
-  std::vector<py::handle> items;
-  // The tuple is held by the caller for the whole call, and with it every item.
+// tensor or list gathers along it and a boolean mask picks the positions where it is true (both copies, as in
+// PyTorch). For an assignment (`mask` given), a boolean mask is recorded there and its dims kept in the view.
+Tensor apply_index(const Tensor& self, py::handle index, AssignmentMask* mask) {
+  std::vector<py::object> items;
   if (py::isinstance<py::tuple>(index)) {
-    for (py::handle h : py::reinterpret_borrow<py::tuple>(index)) items.push_back(h);
+    for (py::handle h : py::reinterpret_borrow<py::tuple>(index))
+      items.push_back(py::reinterpret_borrow<py::object>(h));
   } else {
-    items.push_back(index);
+    items.push_back(py::reinterpret_borrow<py::object>(index));
   }
   int64_t consuming = 0;
-  for (py::handle h : items) {
-    if (!h.is_none() && h.ptr() != Py_Ellipsis) ++consuming;
+  int64_t advanced = 0;  // index tensors, lists and masks: each gathers, and PyTorch would pair several of them up
+  for (py::object& h : items) {
+    if (PyList_Check(h.ptr())) h = list_as_index(h);
+    if (h.is_none() || h.ptr() == Py_Ellipsis) continue;
+    if (py::isinstance<Tensor>(h)) {
+      const Tensor& idx = h.cast<const Tensor&>();
+      consuming += idx.dtype() == DType::Bool ? idx.dim() : 1;
+      if (idx.dtype() == DType::Bool || idx.dim() > 0) ++advanced;
+    } else {
+      ++consuming;
+    }
   }
   STRATA_CHECK(consuming <= self.dim(), IndexError, "too many indices for tensor of dimension {} ({} given)",
                self.dim(), consuming);
+  // Note: PyTorch pairs several index tensors element by element (x[[0, 1], [2, 3]] is two elements) and moves
+  // their dims; taking them one after another would give a different result, so they are refused.
+  STRATA_CHECK(advanced <= 1, IndexError,
+               "an index may hold at most one index tensor, list or boolean mask, got {}; index one dim at a time",
+               advanced);
   const auto added = static_cast<int64_t>(items.size()) - consuming;
   STRATA_CHECK(self.dim() + added <= kMaxDims, IndexError,
                "the index adds {} dimensions to a tensor of {}; the result may have at most {}", added, self.dim(),
@@ -61,7 +150,7 @@ Tensor apply_index(const Tensor& self, py::handle index, bool for_assignment) {
   Tensor result = self;
   int64_t d = 0;
   bool seen_ellipsis = false;
-  for (py::handle h : items) {
+  for (const py::object& h : items) {
     if (h.is_none()) {
       result = result.unsqueeze(d++);
     } else if (h.ptr() == Py_Ellipsis) {
@@ -76,28 +165,64 @@ Tensor apply_index(const Tensor& self, py::handle index, bool for_assignment) {
       result = result.slice(d++, start, stop, step);
     } else if (py::isinstance<Tensor>(h)) {
       const Tensor& idx = h.cast<const Tensor&>();
-      STRATA_CHECK(!for_assignment, IndexError,
-                   "assigning through an index tensor is not supported; index with ints and slices");
-      STRATA_CHECK(is_integral(idx.dtype()) && idx.dtype() != DType::Bool, IndexError,
-                   "tensors used as indices must be integer tensors, got {} (boolean masks are not supported)",
-                   idx.dtype());
+      if (idx.dtype() == DType::Bool) {
+        if (mask != nullptr) {
+          check_mask(result, d, idx);
+          *mask = AssignmentMask{idx, d};
+        } else {
+          result = select_masked(result, d, idx);
+        }
+        d += mask != nullptr ? idx.dim() : 1;
+        continue;
+      }
+      STRATA_CHECK(is_integral(idx.dtype()), IndexError,
+                   "tensors used as indices must be integer or boolean tensors, got {}", idx.dtype());
       if (idx.dim() == 0) {
         result = result.select(d, idx.item().to_int());
       } else {
-        STRATA_CHECK(idx.dim() == 1, IndexError, "an index tensor must have one dimension, got {}", idx.dim());
-        STRATA_CHECK(d < result.dim(), IndexError, "too many indices for tensor of dimension {}", self.dim());
-        result = index_select(result, d, wrap_index(idx, result.size(d), d));
-        ++d;
+        STRATA_CHECK(mask == nullptr, IndexError,
+                     "assigning through an integer index tensor or list is not supported; index with ints, slices "
+                     "or a boolean mask");
+        result = select_indices(result, d, idx);
+        d += idx.dim();
       }
     } else if (!PyBool_Check(h.ptr()) && (PyLong_Check(h.ptr()) || py::hasattr(h, "__index__"))) {
       result = result.select(d, to_index(h, result, d));
     } else {
       throw TypeError(
-          "only integers, slices (`:`), ellipsis (`...`), None and integer tensors are valid indices, got " +
+          "only integers, slices (`:`), ellipsis (`...`), None, lists of integers or bools, and integer or boolean "
+          "tensors are valid indices, got " +
           type_name(h));
     }
   }
   return result;
+}
+
+// base[..., mask, ...] = value, where `view` is base indexed with the mask's dims kept: a number or one-element
+// tensor goes to every position where the mask is true, a tensor that broadcasts to the dims after the mask to each
+// of them (PyTorch also takes one value per true position, which would need masked_scatter: refused).
+void assign_masked(const Tensor& base, const Tensor& view, const AssignmentMask& m, py::handle value) {
+  Shape shape = m.mask.shape();
+  for (int64_t i = m.dim + m.mask.dim(); i < view.dim(); ++i) shape.push_back(1);
+  const Tensor mask = m.mask.to(view.device()).reshape(shape);  // broadcasts over the view's dims
+  const bool records = grad_enabled() && base.requires_grad();
+  if (!records && (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr()))) {
+    Tensor target = view;
+    without_gil([&] { masked_fill_(target, mask, value.cast<Scalar>()); });
+    return;
+  }
+  Tensor v =
+      py::isinstance<Tensor>(value)
+          ? value.cast<Tensor>()
+          : py::module_::import("strata").attr("tensor")(value, py::arg("device") = view.device()).cast<Tensor>();
+  const int64_t after = view.dim() - m.dim - m.mask.dim();
+  STRATA_CHECK(v.numel() == 1 || v.dim() <= after, IndexError,
+               "a value of shape {} cannot be assigned through a boolean mask of shape {} into a tensor of shape {}: "
+               "it takes a number, a one-element tensor or one that broadcasts to the dims after the mask ({})",
+               v.shape(), m.mask.shape(), view.shape(), dims_of(view.shape(), view.dim() - after, view.dim()));
+  if (v.numel() == 1) v = v.reshape({});
+  Tensor b = base;
+  without_gil([&] { assign_view(b, view, where(mask, v.to(view.dtype()), view)); });
 }
 
 py::tuple shape_tuple(const Shape& shape) {
@@ -316,11 +441,13 @@ void register_tensor(py::module_& m) {
     return t.item().to_int();
   });
 
-  cls.def("__getitem__", [](const Tensor& t, py::handle index) { return apply_index(t, index, false); });
+  cls.def("__getitem__", [](const Tensor& t, py::handle index) { return apply_index(t, index, nullptr); });
   // Through assign_view, so that autograd records the write into t (Note [In-place ops and autograd]).
   cls.def("__setitem__", [](const Tensor& t, py::handle index, py::handle value) {
     Tensor base = t;  // the same tensor: its history is what the assignment rebases
-    Tensor target = apply_index(t, index, true);
+    AssignmentMask mask;
+    Tensor target = apply_index(t, index, &mask);
+    if (mask.mask.defined()) return assign_masked(base, target, mask, value);
     Tensor v;
     if (py::isinstance<Tensor>(value)) {
       v = value.cast<Tensor>();

@@ -63,6 +63,18 @@ def test_random_numbers_follow_the_seed():
     assert strata.rand(5).tolist() == a
 
 
+def test_randint_takes_pytorchs_two_forms():
+    strata.manual_seed(3)
+    a = strata.randint(0, 57, (8,))
+    strata.manual_seed(3)
+    b = strata.randint(57, (8,))  # nanoGPT's train.py: torch.randint(len(data) - block_size, (batch_size,))
+    assert a.tolist() == b.tolist() and b.dtype == strata.int64
+    assert strata.randint(4, size=(2, 3)).shape == (2, 3)
+    assert 0 <= strata.randint(3, (1000,)).min().item() and strata.randint(3, (1000,)).max().item() == 2
+    with pytest.raises(TypeError, match="size must be a tuple of ints, got int"):
+        strata.randint(5, 10)
+
+
 def test_operators(device):
     a = strata.tensor([1.0, 2.0, 3.0], device=device)
     b = strata.tensor([4.0, 5.0, 6.0], device=device)
@@ -177,6 +189,80 @@ def test_indexing_errors_are_python_errors():
         x[::-1]
     with pytest.raises(TypeError):
         x["a"]
+
+
+def test_list_indices_gather_and_keep_the_dim_as_in_pytorch(device):
+    x = strata.arange(24, device=device).reshape(2, 3, 4)
+    assert x[:, [-1], :].shape == (2, 1, 4)  # nanoGPT: lm_head(x[:, [-1], :])
+    assert x[:, [-1], :].tolist() == [[[8, 9, 10, 11]], [[20, 21, 22, 23]]]
+    assert x[[1, 0]].tolist() == [x[1].tolist(), x[0].tolist()]
+    assert x[0, :, [3, 0]].tolist() == [[3, 0], [7, 4], [11, 8]]
+    assert x[..., [0]].shape == (2, 3, 1)
+    assert x[[]].shape == (0, 3, 4)
+    assert x[0, strata.tensor([[2, 0], [1, 1]], device=device)].tolist() == [[[8, 9, 10, 11], [0, 1, 2, 3]],
+                                                                           [[4, 5, 6, 7], [4, 5, 6, 7]]]
+    v = strata.tensor([[5.0, 3.0], [9.0, 1.0]], device=device)
+    assert v[:, [-1]].tolist() == [[3.0], [1.0]]  # nanoGPT's top-k threshold
+
+
+def test_bad_list_indices_raise_index_errors_that_name_them():
+    x = strata.arange(6).reshape(2, 3)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 1 with size 3"):
+        x[:, [0, 3]]
+    with pytest.raises(IndexError, match="index -3 is out of bounds for dimension 0 with size 2"):
+        x[[-3]]
+    with pytest.raises(IndexError, match="ints or bools, got f32 values"):
+        x[[0.5]]
+    with pytest.raises(IndexError, match="got a list in it .*tuple of indices"):
+        x[[[0, 1], [1, 2]]]
+    with pytest.raises(IndexError, match="at most one index tensor, list or boolean mask, got 2"):
+        x[[0, 1], [1, 2]]
+    with pytest.raises(IndexError, match="assigning through an integer index tensor or list is not supported"):
+        x[:, [0]] = 1
+
+
+def test_boolean_masks_select_and_assign(device):
+    x = strata.arange(12, device=device).reshape(3, 4)
+    assert x[x > 8].tolist() == [9, 10, 11]
+    assert x[[True, False, True]].tolist() == [[0, 1, 2, 3], [8, 9, 10, 11]]
+    assert x[:, strata.tensor([False, True, False, True], device=device)].tolist() == [[1, 3], [5, 7], [9, 11]]
+    assert x[x > 100].shape == (0,)
+    logits = strata.tensor([[1.0, 4.0, 2.0, 3.0], [0.5, 0.125, 0.75, 0.25]], device=device)
+    v, _ = strata.topk(logits, 2)
+    logits[logits < v[:, [-1]]] = -float("Inf")  # nanoGPT's generate, verbatim
+    inf = float("inf")
+    assert logits.tolist() == [[-inf, 4.0, -inf, 3.0], [0.5, -inf, 0.75, -inf]]
+    y = strata.zeros(2, 3, device=device)
+    y[:, strata.tensor([True, False, True], device=device)] = 5
+    y[strata.tensor([False, True], device=device)] = strata.tensor([1.0, 2.0, 3.0], device=device)
+    assert y.tolist() == [[5, 0, 5], [1, 2, 3]]
+
+
+def test_boolean_masks_of_the_wrong_shape_name_both_shapes():
+    x = strata.zeros(2, 4)
+    with pytest.raises(IndexError, match=r"mask's shape \[2, 3\] does not match the shape \[2, 4\]"):
+        x[strata.zeros(2, 3) > 0]
+    with pytest.raises(IndexError, match=r"mask's shape \[3\] does not match the shape \[4\] .*from dim 1"):
+        x[:, [True, False, True]] = 1.0
+    with pytest.raises(IndexError, match=r"value of shape \[2, 4\] cannot be assigned .*mask of shape \[2\]"):
+        x[[True, False]] = strata.ones(2, 4)
+
+
+def test_gradients_flow_through_list_and_mask_indexing(device):
+    w = strata.arange(6.0, device=device).reshape(2, 3).requires_grad_()
+    (w[:, [-1, -1]] * strata.tensor([1.0, 2.0], device=device)).sum().backward()
+    assert w.grad.tolist() == [[0, 0, 3], [0, 0, 3]]
+    w.grad = None
+    w[w > 2.5].pow(2).sum().backward()
+    assert w.grad.tolist() == [[0, 0, 0], [6, 8, 10]]
+    w.grad = None
+    fill = strata.tensor(10.0, device=device, requires_grad=True)
+    a = w * 2
+    a[a > 5] = fill
+    a[a < 1] = 0.0
+    (a * a).sum().backward()
+    assert w.grad.tolist() == [[0, 8, 16], [0, 0, 0]]
+    assert fill.grad.item() == 60.0  # three positions of 10, each d(a*a)/da = 20
 
 
 def test_setitem_writes_through_views():

@@ -448,8 +448,11 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
                              input_view(op, in_dtype(a, dtype, a_holder), shape),
                              input_view(op, in_dtype(b, dtype, b_holder), shape));
   if (detail::needs_grad({&a, &b})) {
-    record_binary("where", a, b, out, [condition](const Tensor& g) { return where(condition, g, zero_of(g)); },
-                  [condition](const Tensor& g) { return where(condition, zero_of(g), g); });
+    // The derivatives read only the condition: a and b are not saved, so that writing into them afterwards (as
+    // t[mask] = v and masked_fill_ do, whose results where() computes) leaves backward valid, as in PyTorch.
+    record_binary(
+        "where", a, b, out, [condition](const Tensor& g) { return where(condition, g, zero_of(g)); },
+        [condition](const Tensor& g) { return where(condition, zero_of(g), g); }, detail::Saves::kNothing);
   }
   return out;
 }
