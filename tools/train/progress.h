@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace strata::tools {
 
@@ -48,8 +49,18 @@ class ProgressBar {
 
   /// `first_step` is the step being reported when the bar is made (1, or the step a resumed epoch starts from),
   /// at time `now` in seconds on any steady clock.
-  ProgressBar(ProgressStyle style, int64_t epoch, int64_t epochs, int64_t batch_size, int64_t first_step, double now)
-      : style_(style), epoch_(epoch), epochs_(epochs), batch_size_(batch_size), first_step_(first_step), start_(now) {}
+  /// `unit` names what a step's `batch_size` counts ("img", or "tok" for a language model), `period` what the bar
+  /// spans ("epoch", or "eval" for the iterations between two evaluations).
+  ProgressBar(ProgressStyle style, int64_t epoch, int64_t epochs, int64_t batch_size, int64_t first_step, double now,
+              std::string unit = "img", std::string period = "epoch")
+      : style_(style),
+        epoch_(epoch),
+        epochs_(epochs),
+        batch_size_(batch_size),
+        first_step_(first_step),
+        start_(now),
+        unit_(std::move(unit)),
+        period_(std::move(period)) {}
 
   int64_t epoch() const { return epoch_; }
 
@@ -62,20 +73,21 @@ class ProgressBar {
     const double rate = rated ? static_cast<double>((step - first_step_) * batch_size_) / elapsed : 0;
     const double eta =
         rated ? elapsed / static_cast<double>(step - first_step_) * static_cast<double>(steps - step) : 0;
-    const std::string rate_text = rated ? fmt::format("{:>6.0f} img/s", rate) : fmt::format("{:>6} img/s", "-");
+    const std::string rate_text =
+        rated ? fmt::format("{:>6.0f} {}/s", rate, unit_) : fmt::format("{:>6} {}/s", "-", unit_);
     const std::string eta_text = rated ? fmt::format("ETA {:>4.0f}s", eta) : fmt::format("ETA {:>4}s", "-");
     if (style_ == ProgressStyle::Lines) {
       const int64_t tenth = step * 10 / steps;  // lines at 10%, 20%, ..., 90%; the epoch's own line says 100%
       if (tenth <= last_tenth_ || step == steps) return {};
       last_tenth_ = tenth;
-      return fmt::format("epoch {}/{}  step {}/{} ({}%)  {}  {}\n", epoch_, epochs_, step, steps, tenth * 10, rate_text,
-                         eta_text);
+      return fmt::format("{} {}/{}  step {}/{} ({}%)  {}  {}\n", period_, epoch_, epochs_, step, steps, tenth * 10,
+                         rate_text, eta_text);
     }
     if (step == steps) return fmt::format("\r{:<100}\r", "");
     if (last_ >= 0 && elapsed - last_ < 0.1) return {};
     last_ = elapsed;
     const int filled = static_cast<int>(kWidth * std::clamp<int64_t>(step, 0, steps) / steps);
-    return fmt::format("\repoch {}/{} [{:#<{}}{:.<{}}] {:>5}/{}  {}  {}", epoch_, epochs_, "", filled, "",
+    return fmt::format("\r{} {}/{} [{:#<{}}{:.<{}}] {:>5}/{}  {}  {}", period_, epoch_, epochs_, "", filled, "",
                        kWidth - filled, step, steps, rate_text, eta_text);
   }
 
@@ -86,6 +98,7 @@ class ProgressBar {
   ProgressStyle style_;
   int64_t epoch_, epochs_, batch_size_, first_step_;
   double start_;
+  std::string unit_, period_;
   double last_ = -1;
   int64_t last_tenth_ = 0;
 };

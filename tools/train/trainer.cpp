@@ -3,13 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <cinttypes>
-#include <charconv>
-#include <cstdio>
-#include <set>
 #include <chrono>
 #include <cmath>
+#include <set>
 
+#include "job_checkpoint.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 #include "strata/data/dataloader.h"
@@ -50,20 +48,7 @@ const char* recipe_name(Recipe r) { return r == Recipe::Reference ? "reference" 
 
 // The seed of one batch's augmentation: a run resumed at any step draws the same flips as an uninterrupted one.
 uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t batch) {
-  uint64_t z = (seed * 1000003ull + static_cast<uint64_t>(epoch)) * 1000003ull + static_cast<uint64_t>(batch);
-  // splitmix64's finaliser: neighbouring batches get unrelated seeds.
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-// A count from a checkpoint's metadata, or an IOError naming the key and the text.
-int64_t parse_count(const std::filesystem::path& path, const char* key, const std::string& text) {
-  int64_t value = -1;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  STRATA_CHECK(ec == std::errc() && end == text.data() + text.size() && value >= 0, IOError,
-               "{}: {} is \"{}\", not a count", path.string(), key, text);
-  return value;
+  return mix_seed(seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(batch));
 }
 
 }  // namespace
@@ -145,8 +130,7 @@ class Network {
     model = reference_network(options.device);
     optimizer_lr = options.lr.value_or(options.recipe == Recipe::Reference ? 0.01 : 2e-3);
     if (options.recipe == Recipe::Reference) {
-      optimizer =
-          std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions(optimizer_lr).momentum(0.9));
+      optimizer = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions(optimizer_lr).momentum(0.9));
     } else {
       optimizer = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions(optimizer_lr));
       // Stepped once per training step: the rate falls along a half cosine over the whole run.
@@ -183,9 +167,9 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<const data::Dataset> trai
                "strata-train: --epochs {} of {} steps each are more steps than a 64-bit count holds", options_.epochs,
                steps);
   steps_per_epoch_ = steps;
-  if (options_.checkpoint && rank() == 0) check_checkpoint_path();
+  if (options_.checkpoint && rank() == 0) lock_ = claim_checkpoint(*options_.checkpoint, options_.resume);
   network_ = std::make_unique<Network>(options_, steps);
-  if (options_.resume && checkpoint_exists()) load_checkpoint();
+  if (options_.resume && checkpoint_exists(*options_.checkpoint)) load_checkpoint();
   if (rank() != 0 && steps_done_ > 0) {
     // The checkpoint's sums so far are the world's (reduce_epoch_sums before saving): rank 0 carries them on.
     loss_sum_.fill_(0);
@@ -227,42 +211,6 @@ bool Trainer::stop_agreed() {
   Tensor flag = tensor<int32_t>({mine ? 1 : 0});
   options_.group->all_reduce(flag, dist::ReduceOp::Max)->wait();
   return flag.item<int32_t>() != 0;
-}
-
-// Note [The checkpoint path is checked before training]
-// A checkpoint is written after each epoch; a path that cannot be written would otherwise be found out only then,
-// with the epoch's work lost. So the path is tried at start-up: a temporary file is created beside it and removed
-// again, as each save does (which also removes what killed saves left, Note [Saves leave nothing behind]). And an
-// existing file is replaced only when the run resumes from it: one that is not a checkpoint of this run (any other
-// file, or another run's checkpoint) is refused rather than overwritten.
-//
-// Note [One run per checkpoint]
-// Two runs on one checkpoint would overwrite each other's saves, the last writer winning. So a run holds the lock
-// `<checkpoint>.lock` (io::FileLock) from before it looks at the checkpoint until it ends: a second run is refused,
-// naming the pid of the first. The lock is on a file beside the checkpoint, not on the checkpoint itself, because
-// every save replaces the checkpoint's inode. It is flock()'s, so it dies with its process, kill -9 included.
-void Trainer::check_checkpoint_path() {
-  const std::filesystem::path& path = *options_.checkpoint;
-  STRATA_CHECK(!path.empty(), InvalidArgumentError, "strata-train: --checkpoint needs a file name");
-  std::error_code ec;
-  const bool is_dir = std::filesystem::is_directory(path, ec);
-  STRATA_CHECK(!is_dir, IOError, "strata-train: --checkpoint '{}' is a directory; name a file", path.string());
-  std::filesystem::path lock_path = path;
-  lock_path += ".lock";
-  lock_ = std::make_unique<io::FileLock>(lock_path, fmt::format("strata-train: --checkpoint '{}'", path.string()));
-  STRATA_CHECK(options_.resume || !checkpoint_exists(), IOError,
-               "strata-train: --checkpoint '{}' exists; pass --resume to continue from it, or remove it or name "
-               "another file to start afresh",
-               path.string());
-  (void)io::AtomicFile(path, "strata-train --checkpoint");
-}
-
-bool Trainer::checkpoint_exists() const {
-  std::error_code ec;
-  const bool exists = std::filesystem::exists(*options_.checkpoint, ec);
-  STRATA_CHECK(!ec, IOError, "strata-train: cannot look up --checkpoint '{}': {}", options_.checkpoint->string(),
-               ec.message());
-  return exists;
 }
 
 Trainer::~Trainer() = default;
@@ -434,14 +382,10 @@ std::vector<std::pair<std::string, Tensor>> Trainer::model_state() const {
 // uninterrupted run. Two changes stay refused: another recipe (its optimizer state would not fit) and, inside an
 // epoch, another batch size or training set (the position inside the epoch would mean other images).
 io::Metadata Trainer::settings() const {
-  return {{"recipe", recipe_name(options_.recipe)},
-          {"seed", std::to_string(options_.seed)},
-          {"epochs", std::to_string(options_.epochs)},
-          {"batch_size", std::to_string(options_.batch_size)},
-          {"lr", fmt::format("{}", network_->optimizer_lr)},
-          {"train_images", std::to_string(train_set_->size())},
-          {"test_images", std::to_string(test_set_->size())},
-          {"world_size", std::to_string(world_size())}};
+  return {{"recipe", recipe_name(options_.recipe)},           {"seed", std::to_string(options_.seed)},
+          {"epochs", std::to_string(options_.epochs)},        {"batch_size", std::to_string(options_.batch_size)},
+          {"lr", fmt::format("{}", network_->optimizer_lr)},  {"train_images", std::to_string(train_set_->size())},
+          {"test_images", std::to_string(test_set_->size())}, {"world_size", std::to_string(world_size())}};
 }
 
 void Trainer::save_checkpoint() const {
@@ -461,48 +405,27 @@ void Trainer::save_checkpoint() const {
                {"epochs_done", std::to_string(epochs_done_)},
                {"steps_done", std::to_string(steps_done_)},
                {"images_done", std::to_string(images_done_)},
-               {"generator", fmt::format("{} {}", rng.seed, rng.offset)}});
+               {"generator", generator_text(rng)}});
   io::save_safetensors(*options_.checkpoint, tensors, meta);
 }
 
 void Trainer::check_settings(const io::Metadata& saved, int64_t steps_done) const {
-  const std::string file = options_.checkpoint->string();
-  std::vector<std::string> differences;
-  std::set<std::string> changed;
-  for (const auto& [key, ours] : settings()) {
-    const auto it = saved.find(key);
-    STRATA_CHECK(it != saved.end(), IOError, "{}: not a strata-train checkpoint (no \"{}\" in its metadata)", file,
-                 key);
-    if (it->second == ours) continue;
-    differences.push_back(fmt::format("{} {} (this run: {})", key, it->second, ours));
-    changed.insert(key);
-  }
-  if (differences.empty()) return;
-  STRATA_CHECK(!changed.contains("recipe"), InvalidArgumentError,
-               "{}: the checkpoint was written by the {} recipe but this run uses {}; a run cannot change recipe on "
-               "resume (the optimizer state would not fit)",
-               file, saved.at("recipe"), recipe_name(options_.recipe));
-  STRATA_CHECK(options_.accept_changes, InvalidArgumentError,
-               "{}: the checkpoint was written with other settings: {}; resume with the checkpoint's settings, or "
-               "pass --resume-with-changes to continue with this run's (the result then matches no uninterrupted run)",
-               file, fmt::join(differences, ", "));
+  const std::set<std::string> changed =
+      changed_settings(*options_.checkpoint, saved, settings(), options_.accept_changes, {"recipe"},
+                       "the optimizer state would not fit");
   STRATA_CHECK(steps_done == 0 || (!changed.contains("batch_size") && !changed.contains("train_images") &&
                                    !changed.contains("world_size")),
                InvalidArgumentError,
                "{}: the checkpoint stopped inside an epoch, after step {}, which another batch size, training set or "
                "number of ranks cannot continue; resume with batch_size {}, train_images {} and {} rank(s)",
-               file, steps_done, saved.at("batch_size"), saved.at("train_images"), saved.at("world_size"));
+               options_.checkpoint->string(), steps_done, saved.at("batch_size"), saved.at("train_images"),
+               saved.at("world_size"));
 }
 
 void Trainer::load_checkpoint() {
   const std::filesystem::path& path = *options_.checkpoint;
   io::SafetensorsContent content = io::load_safetensors(path, options_.device);
-  auto meta = [&](const char* key) {
-    auto it = content.metadata.find(key);
-    STRATA_CHECK(it != content.metadata.end(), IOError, "{}: not a strata-train checkpoint (no \"{}\" in its metadata)",
-                 path.string(), key);
-    return it->second;
-  };
+  auto meta = [&](const char* key) { return metadata_value(path, content.metadata, key); };
   const std::string format = meta("format");
   STRATA_CHECK(format == kCheckpointFormat, IOError, "{}: its format is \"{}\"; this strata-train reads \"{}\"",
                path.string(), format, kCheckpointFormat);
@@ -512,10 +435,7 @@ void Trainer::load_checkpoint() {
   check_settings(content.metadata, steps_done);
   STRATA_CHECK(steps_done < steps_per_epoch_, IOError, "{}: steps_done is {}, but an epoch has only {} steps",
                path.string(), steps_done, steps_per_epoch_);
-  GeneratorState rng;
-  const std::string rng_text = meta("generator");
-  STRATA_CHECK(std::sscanf(rng_text.c_str(), "%" SCNu64 " %" SCNu64, &rng.seed, &rng.offset) == 2, IOError,
-               "{}: generator is \"{}\", not a seed and an offset", path.string(), rng_text);
+  const GeneratorState rng = parse_generator(path, meta("generator"));
   nn::StateDict model_state, optimizer_state, scheduler_state, progress;
   for (auto& [name, t] : content.tensors) {
     const auto take = [&](const char* prefix, nn::StateDict& into) {
@@ -529,9 +449,9 @@ void Trainer::load_checkpoint() {
   }
   if (steps_done > 0) {
     for (const auto& [key, dtype] : {std::pair{"loss_sum", DType::F32}, std::pair{"correct", DType::I64}}) {
-      STRATA_CHECK(progress.contains(key) && progress.at(key).dim() == 0 && progress.at(key).dtype() == dtype,
-                   IOError, "{}: the checkpoint stopped inside an epoch but holds no scalar {} tensor \"{}{}\"",
-                   path.string(), dtype, kProgressPrefix, key);
+      STRATA_CHECK(progress.contains(key) && progress.at(key).dim() == 0 && progress.at(key).dtype() == dtype, IOError,
+                   "{}: the checkpoint stopped inside an epoch but holds no scalar {} tensor \"{}{}\"", path.string(),
+                   dtype, kProgressPrefix, key);
     }
     loss_sum_ = progress.at("loss_sum");
     correct_ = progress.at("correct");

@@ -126,8 +126,6 @@ class Trainer {
  private:
   /// run_epoch(); when `may_stop`, a stop request ends the epoch early, and then it returns nothing.
   std::optional<EpochReport> train_epoch(const StepCallback& on_step, bool may_stop);
-  void check_checkpoint_path();
-  bool checkpoint_exists() const;
   void save_checkpoint() const;
   void load_checkpoint();
   /// The settings that decide the result, as the checkpoint's metadata records them.

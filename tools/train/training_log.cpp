@@ -36,4 +36,20 @@ void TrainingLog::epoch(const EpochReport& r, int64_t steps_per_epoch) {
   writer_->flush();
 }
 
+void TrainingLog::evaluation(const GptReport& r) {
+  for (std::size_t i = 0; i < r.step_losses.size(); ++i) {
+    const int64_t step = r.first_step + static_cast<int64_t>(i) + 1;
+    writer_->add_scalar("step/loss", r.step_losses[i], step);
+    writer_->add_scalar("step/lr", r.step_lrs.at(i), step);
+  }
+  writer_->add_scalar("eval/train_loss", r.train_loss, r.iter);
+  writer_->add_scalar("eval/val_loss", r.val_loss, r.iter);
+  if (r.iter > r.first_step) {  // steps were trained since the last evaluation
+    writer_->add_scalar("eval/tokens_per_second", r.tokens_per_second, r.iter);
+    writer_->add_scalar("memory/peak_mib/" + device_, static_cast<double>(r.peak_memory_bytes) / (1 << 20), r.iter);
+    writer_->add_scalar("transfers/synchronizations", static_cast<double>(r.synchronizations), r.iter);
+  }
+  writer_->flush();
+}
+
 }  // namespace strata::train

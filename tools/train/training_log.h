@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "shakespeare.h"
 #include "strata/core/device.h"
 #include "strata/io/summary_writer.h"
 #include "trainer.h"
@@ -25,6 +26,9 @@ namespace strata::train {
 // TensorBoard's step axis. The step figures of an epoch are written when it ends: reading a loss every step would
 // wait for the device every step (Note [Metrics stay on the device]); so a run killed mid-epoch has the curves up to
 // its last whole epoch. With several ranks, rank 0 writes, its own batches' losses.
+// The language model (--task shakespeare) writes step/loss and step/lr likewise, and at each evaluation:
+//   eval/train_loss, eval/val_loss         the evaluation's losses, at the iterations done (0 for the first)
+//   eval/tokens_per_second, memory/peak_mib/<device>, transfers/synchronizations   over the steps since the last
 class TrainingLog {
  public:
   /// Opens a new event file in `dir` (created when missing). A directory that cannot be written is refused here,
@@ -32,6 +36,8 @@ class TrainingLog {
   TrainingLog(const std::filesystem::path& dir, Device device, const std::string& option = "--logdir");
   /// Writes an epoch's figures (and its steps', when the run recorded them) and flushes the file.
   void epoch(const EpochReport& r, int64_t steps_per_epoch);
+  /// Writes an evaluation's figures (and its steps') and flushes the file.
+  void evaluation(const GptReport& r);
   const std::filesystem::path& file() const { return writer_->file(); }
 
  private:
