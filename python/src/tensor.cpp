@@ -79,10 +79,10 @@ void check_mask(const Tensor& t, int64_t d, const Tensor& mask) {
 Tensor select_masked(const Tensor& t, int64_t d, const Tensor& mask) {
   check_mask(t, d, mask);
   const Tensor host = mask.cpu().contiguous();
-  const auto* values = static_cast<const bool*>(host.data_ptr());
+  const auto* values = static_cast<const std::uint8_t*>(host.data_ptr());  // bytes: any nonzero one is true
   std::vector<int64_t> positions;
   for (int64_t i = 0; i < host.numel(); ++i) {
-    if (values[i]) positions.push_back(i);
+    if (values[i] != 0) positions.push_back(i);
   }
   Shape flat = dims_of(t.shape(), 0, d);
   flat.push_back(host.numel());
@@ -92,7 +92,7 @@ Tensor select_masked(const Tensor& t, int64_t d, const Tensor& mask) {
 }
 
 // t[..., index, ...] with an integer index tensor of any number of dims: the dim it indexes is replaced by the
-// index's dims, as in PyTorch (x[[[0, 1]]] of a (3, 4) x has shape (1, 2, 4)).
+// index's dims, as in PyTorch (x[strata.tensor([[0, 1]])] of a (3, 4) x has shape (1, 2, 4)).
 Tensor select_indices(const Tensor& t, int64_t d, const Tensor& index) {
   STRATA_CHECK(d < t.dim(), IndexError, "too many indices for tensor of dimension {}", t.dim());
   // Wrapped before it is flattened: wrap_index copies a tensor it would change, but not a view of one.
