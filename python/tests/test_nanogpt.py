@@ -111,14 +111,14 @@ def test_parameter_count_and_adamw_groups(bias):
 
 
 @pytest.mark.parametrize("bias", [False, True])
-def test_training_lowers_the_loss_and_sampling_respects_top_k(bias):
+def test_training_lowers_the_loss_and_sampling_respects_top_k(bias, device):
     data = corpus()
-    model = gpt(bias)
-    optimizer, _ = quietly(model.configure_optimizers, 0.1, 1e-2, (0.9, 0.99), "cpu")
+    model = gpt(bias).to(device)
+    optimizer, _ = quietly(model.configure_optimizers, 0.1, 1e-2, (0.9, 0.99), strata.device(device).type)
     losses = []
     for _ in range(25):
         x, y = batch(data)
-        _, loss = model(x, y)
+        _, loss = model(x.to(device), y.to(device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         strata.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -130,7 +130,7 @@ def test_training_lowers_the_loss_and_sampling_respects_top_k(bias):
     assert model.transformer.wte.weight is model.lm_head.weight
 
     model.eval()
-    prompt = data[:30].reshape(1, 30).expand(2, 30).contiguous()  # 50 tokens in the end: the context gets cropped
+    prompt = data[:30].reshape(1, 30).expand(2, 30).contiguous().to(device)  # 50 tokens: the context gets cropped
     strata.manual_seed(7)
     out = model.generate(prompt, 20, temperature=0.8, top_k=5)
     strata.manual_seed(7)
