@@ -215,6 +215,8 @@ void register_runtime(py::module_& m) {
   m.def("set_allow_tf32", &set_allow_tf32, py::arg("allow"));
 }
 
+void register_distributed(py::module_& m);  // distributed.cpp: strata.distributed's process group
+
 }  // namespace strata::python
 
 PYBIND11_MODULE(_C, m) {
@@ -231,5 +233,6 @@ PYBIND11_MODULE(_C, m) {
   register_tensorboard(m);
   register_amp(m);
   register_profiler(m);
+  register_distributed(m);
   rewrite_argument_errors(m);
 }

@@ -27,6 +27,7 @@ from strata import kernels  # noqa: E402 (kernels compiled at run time: compile,
 from strata.kernels import RawKernel  # noqa: E402
 from strata import amp  # noqa: E402
 from strata import profiler  # noqa: E402 (torch.profiler's profile() and record_function)
+from strata import distributed  # noqa: E402 (torch.distributed's names; mpirun starts the ranks)
 from strata.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
 # @strata.jit: Python functions compiled through RawKernel, with Numba's cuda names for CUDA's built-ins.
 from strata._jit import (atomic, blockDim, blockIdx, grid, gridDim, gridsize, jit, local, shared,  # noqa: E402

@@ -76,3 +76,4 @@ from strata.nn import functional, hooks, init, utils  # noqa: F401
 functional.scaled_dot_product_attention = scaled_dot_product_attention  # transformer.py imports functional
 
 Dense = Linear
+from strata.nn import parallel  # noqa: E402,F401 (DistributedDataParallel)

@@ -7,3 +7,4 @@ from strata.utils.data.dataset import (ConcatDataset, Dataset, IterableDataset, 
 from strata.utils.data.sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,  # noqa: F401
                                        SubsetRandomSampler)
 from strata.utils.data.worker import WorkerInfo, get_worker_info  # noqa: F401
+from strata.utils.data.distributed import DistributedSampler  # noqa: F401
