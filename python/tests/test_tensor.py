@@ -263,6 +263,12 @@ def test_gradients_flow_through_list_and_mask_indexing(device):
     (a * a).sum().backward()
     assert w.grad.tolist() == [[0, 8, 16], [0, 0, 0]]
     assert fill.grad.item() == 60.0  # three positions of 10, each d(a*a)/da = 20
+    w.grad = fill.grad = None
+    b = w * 1
+    b.masked_fill_(b > 3, fill)  # computed by where(), which must not keep b: the next write would void backward
+    b.masked_fill_(b < 1, 0.0)
+    b.sum().backward()
+    assert w.grad.tolist() == [[0, 1, 1], [1, 0, 0]] and fill.grad.item() == 2.0
 
 
 def test_setitem_writes_through_views():
