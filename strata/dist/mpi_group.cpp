@@ -44,12 +44,24 @@ namespace {
 // The world is built once and lives until the process exits. An atexit handler asks the thread to finalize MPI and
 // joins it, so that mpirun sees a clean exit. When a collective has timed out the thread may be blocked inside MPI
 // for ever: then it is left behind and MPI is not finalized (mpirun reports the rank as failed, which it has).
+//
+// Note [Naming the lost rank]
+// Open MPI without its fault-tolerance extension (ULFM, which Debian's 4.1 lacks) tells a rank neither that a peer
+// died nor which one: a collective with a dead peer never finishes, and the timeout is the only sign. What the
+// timeout's message can name is the ranks this one was waiting for: in a world of two, exactly the lost one
+// (tests/dist/two_hosts_test.sh kills a rank mid-epoch and checks it); in a larger world, the others.
 
 using detail::Descriptor;
 using detail::Kind;
 using detail::describe;
 using detail::describe_text;
 using detail::kind_name;
+
+// Note [Naming the lost rank]: the end of the timeout's message on `rank` of `size`.
+std::string waited_for(int rank, int size) {
+  if (size == 2) return fmt::format("; the other rank, rank {}, did not complete it", 1 - rank);
+  return fmt::format("; at least one of the other {} ranks did not complete it (MPI does not say which)", size - 1);
+}
 
 // The MPI type of `dtype` for a collective that reduces (`reduces`) or only moves the values: f16 and bf16 move as
 // 16-bit integers, and MPI cannot reduce them (MPI_DATATYPE_NULL: Note [Nothing staged behind the caller's back]).
@@ -97,14 +109,21 @@ class MpiGroup;
 
 class MpiWork final : public Work {
  public:
-  MpiWork(std::string what, std::chrono::milliseconds timeout, std::shared_ptr<std::atomic<bool>> broken)
-      : what_(std::move(what)), timeout_(timeout), broken_(std::move(broken)) {}
+  MpiWork(std::string what, std::string waited_for, std::chrono::milliseconds timeout,
+          std::shared_ptr<std::atomic<bool>> broken)
+      : what_(std::move(what)), waited_for_(std::move(waited_for)), timeout_(timeout), broken_(std::move(broken)) {}
 
   void wait() override {
     std::unique_lock lock(mutex_);
+    // The communication thread runs collectives in order, and after a timeout it may be blocked for ever in the one
+    // that timed out: a collective behind it cannot finish, and waiting a whole timeout again for each (as a
+    // destructor that waits for every bucket of DistributedDataParallel would) keeps a rank alive long after its peer
+    // is gone (Note [Naming the lost rank]).
+    STRATA_CHECK(finished_ || !broken_->load(), DistributedError,
+                 "{} cannot finish: an earlier collective timed out, and the process group is unusable", what_);
     if (!done_.wait_for(lock, timeout_, [this] { return finished_; })) {
       broken_->store(true);
-      throw CollectiveTimeoutError(detail::timeout_message(what_, timeout_));
+      throw CollectiveTimeoutError(detail::timeout_message(what_, timeout_) + waited_for_);
     }
     if (error_) std::rethrow_exception(error_);
     if (after_) {
@@ -142,6 +161,7 @@ class MpiWork final : public Work {
 
  private:
   std::string what_;
+  std::string waited_for_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<std::atomic<bool>> broken_;
   std::mutex mutex_;
@@ -300,7 +320,7 @@ class MpiGroup final : public ProcessGroup {
                  rank_);
     const Descriptor descriptor = describe(kind, described, op, root);
     auto work = std::make_shared<MpiWork>(fmt::format("{} on rank {} of {}", describe_text(descriptor), rank_, size_),
-                                          options_.timeout, broken_);
+                                          waited_for(rank_, size_), options_.timeout, broken_);
     if (result && result->copied) work->set_after([result] { write_back(*result); });
     {
       std::lock_guard lock(mutex_);

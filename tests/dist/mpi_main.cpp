@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -454,9 +455,11 @@ TEST(MpiDdp, NoSyncAccumulatesLocallyAndTheNextBackwardAveragesTheSum) {
 // and rank 0's all-reduce must fail with a timeout that names it rather than hang.
 TEST(MpiFailures, ARankThatLeavesMakesTheOthersFailWithinTheTimeout) {
   if (world().rank() != 0) return;
-  Tensor t = ones({1000});
+  Tensor t = ones({1000}), behind = ones({10});
+  auto first = world().all_reduce(t);
+  auto second = world().all_reduce(behind);  // queued behind the first, which never finishes
   try {
-    world().all_reduce(t)->wait();
+    first->wait();
     ADD_FAILURE() << "no timeout";
   } catch (const CollectiveTimeoutError& e) {
     std::printf("rank 0 timed out as expected: %s\n", e.what());
@@ -465,6 +468,12 @@ TEST(MpiFailures, ARankThatLeavesMakesTheOthersFailWithinTheTimeout) {
     EXPECT_THAT(e.what(), HasSubstr("the other rank, rank 1, did not complete it"));  // Note [Naming the lost rank]
   }
   EXPECT_THROW(world().barrier(), DistributedError) << "the group must refuse work after a timeout";
+  // The second can never finish either: it fails at once rather than after another whole timeout.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT([&] { second->wait(); },
+              ::testing::ThrowsMessage<DistributedError>(HasSubstr("all_reduce of [10] f32 (sum) on rank 0 of 2 "
+                                                                   "cannot finish: an earlier collective timed out")));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
 }
 
 }  // namespace
