@@ -284,7 +284,9 @@ std::vector<GptReport> GptTrainer::run(const std::function<void(int64_t, int64_t
   }
   while (iters_done_ < r.iters) {
     if (stop_requested_.load(std::memory_order_relaxed)) {
-      stopped_ = true;  // at an evaluation: the last checkpoint holds everything
+      // At an evaluation, where a checkpoint was written, but for the first (iteration 0): saved again.
+      if (options_.checkpoint && rank() == 0) save_checkpoint();
+      stopped_ = true;
       break;
     }
     const int64_t end = std::min(r.iters, (iters_done_ / r.eval_interval + 1) * r.eval_interval);
