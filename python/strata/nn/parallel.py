@@ -29,12 +29,12 @@ class DistributedDataParallel(Module):
             raise NotImplementedError("DistributedDataParallel: only dim=0 (each rank feeds its own batch)")
         params = list(module.parameters())
         device = params[0].device if params else None
-        for ids in (device_ids, [output_device] if output_device is not None else None):
-            for d in ids or []:
-                named = strata.device(d if not isinstance(d, int) else f"{device.type}:{d}")
-                if device is not None and named != device:
-                    raise ValueError(f"DistributedDataParallel: device {named} given, but the module is on {device}; "
-                                     f"move the module there first (one device per process)")
+        named = list(device_ids or []) + ([output_device] if output_device is not None else [])
+        for d in named if device is not None else []:
+            d = strata.device(f"{device.type}:{d}" if isinstance(d, int) else d)
+            if d != device:
+                raise ValueError(f"DistributedDataParallel: device {d} given, but the module is on {device}; move the "
+                                 f"module there first (one device per process)")
         self.module = module
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
