@@ -199,6 +199,16 @@ std::vector<Tensor> matmul_grads(const Tensor& g, const Tensor& a, const Tensor&
   Tensor g2 = g;
   if (b.dim() == 1) g2 = g2.unsqueeze(g2.dim());
   if (a.dim() == 1) g2 = g2.unsqueeze(g2.dim() - 1);
+  // Rows of any batch times one matrix (linear on [B, T, C]): the batch dims are more rows of one product, so b's
+  // gradient is one GEMM over all the rows, instead of a product per batch entry summed afterwards (which also held
+  // B copies of b's gradient at once).
+  if (b2.dim() == 2 && a2.dim() > 2) {
+    std::vector<Tensor> grads =
+        matmul_grads(g2.reshape({-1, g2.size(-1)}), a2.reshape({-1, a2.size(-1)}), b2, ra, rb);
+    if (ra) grads[0] = grads[0].reshape(a.shape());
+    if (rb) grads[1] = grads[1].reshape(b.shape());
+    return grads;
+  }
   Tensor ga, gb;
   // A matrix operand stored transposed (linear's weight.t()) gets its gradient stored the same way, computed as
   // the transposed product: its gradient then flows back through the transpose as a contiguous tensor, instead of
