@@ -50,7 +50,10 @@ struct DdpOptions {
 // nothing is copied in or out, and the gradients take no memory besides the buckets. With zero_grad's default
 // (set_to_none) backward makes a fresh gradient each pass and the copy in remains, as in c10d. A slot whose
 // parameter got no gradient is zeroed before its all-reduce; if that parameter's grad() was the slot it is first
-// given a copy of its values, so that an unused parameter's gradient stays untouched.
+// given a copy of its values, so that an unused parameter's gradient stays untouched. Measured in a world of one (the
+// copies alone, no communication), an MLP of 1.9M f32 parameters (784-1024-1024-10), batch 64, one thread: a step
+// with zero_grad(set_to_none=false) from 8.0-8.2 to 7.1-7.3 ms, with set_to_none from 7.4-7.5 to 7.0-7.1 ms (best of
+// 6 x 7 rounds of 10 steps, interleaved). Two ranks on this shared 2-core machine showed no difference above the noise.
 
 /// The gradient averaging of DistributedDataParallel over a list of parameters (c10d's Reducer): hooks on the
 /// parameters start each bucket's all-reduce as backward completes it. Destroying it removes its hooks.
