@@ -1,5 +1,9 @@
-// batch_norm and layer_norm, built from tensor ops only, so the same code runs on every device. layer_norm is a
-// composition that autograd differentiates; batch_norm records its own derivative (Note [batch_norm's derivative]).
+// batch_norm, built from tensor ops only, so the same code runs on every device, recording its own derivative
+// (Note [batch_norm's derivative]); and layer_norm, checked here and computed by one kernel per pass of the
+// backends (Note [The layer_norm kernel contract] in ops/layer_norm_kernels.h), or composed from tensor ops as the
+// tests' reference.
+
+#include "strata/nn/normalization.h"
 
 #include <algorithm>
 #include <utility>
@@ -8,9 +12,12 @@
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
+#include "strata/ops/layer_norm_kernels.h"
 #include "strata/tensor/autocast.h"
 #include "strata/tensor/autograd_support.h"
+#include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
+#include "strata/tensor/op_call.h"
 
 namespace strata::nn::functional {
 
@@ -180,8 +187,88 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  return layer_norm(input, normalized_shape, weight, bias, eps, LayerNormImpl::kFused);
+}
+
+namespace {
+
+const ops::KernelSlot<ops::LayerNormForwardFn> layer_norm_slot("layer_norm");
+const ops::KernelSlot<ops::LayerNormBackwardFn> layer_norm_backward_slot("layer_norm_backward");
+
+TensorView view_or_none(const Tensor& t) { return t.defined() ? t.view() : TensorView{}; }
+
+/// The composition of tensor ops, differentiated by autograd: the tests' reference.
+Tensor layer_norm_composed(const Tensor& input, int64_t k, const Tensor& weight, const Tensor& bias, double eps) {
+  std::vector<int64_t> dims;
+  for (int64_t d = input.dim() - k; d < input.dim(); ++d) dims.push_back(d);
+  const Tensor mu = mean(input, dims, /*keepdim=*/true);
+  const Tensor rstd = rsqrt(var(input, dims, /*unbiased=*/false, /*keepdim=*/true) + eps);
+  Tensor out = (input - mu) * rstd;
+  if (weight.defined()) out = out * weight;
+  if (bias.defined()) out = out + bias;
+  return out;
+}
+
+// Note [layer_norm's derivative]
+// The fused path records one node for x, weight and bias whose backward is the backend's layer_norm_backward
+// kernel, reading the mean and rstd that the forward kernel saved. Its inputs are what the kernel read: the input
+// (and weight and bias) converted to the result's dtype, made contiguous and viewed as [rows, n]; those conversions
+// are ops, so autograd carries the gradients back through them to the caller's tensors. As with every derivative
+// here, the backward pass is not itself recorded (autograd::grad has no create_graph), so there is no second
+// derivative to provide.
+Tensor layer_norm_fused(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                        double eps) {
+  constexpr const char* op = "layer_norm";
+  // The dtype the composition gives: the input's, promoted with weight's and bias's.
+  DType dtype = input.dtype();
+  if (weight.defined()) dtype = promote_types(dtype, weight.dtype());
+  if (bias.defined()) dtype = promote_types(dtype, bias.dtype());
+  int64_t n = 1;
+  for (int64_t s : normalized_shape) n *= s;
+  const int64_t rows = input.numel() / n;
+  const Device device = input.device();
+  const Tensor x = input.to(dtype).contiguous().reshape({rows, n});
+  const Tensor w = weight.defined() ? weight.to(dtype).contiguous().reshape({n}) : Tensor();
+  const Tensor b = bias.defined() ? bias.to(dtype).contiguous().reshape({n}) : Tensor();
+  const TensorOptions stats = TensorOptions(dtype == DType::F64 ? DType::F64 : DType::F32).device(device);
+  Tensor y = empty({rows, n}, TensorOptions(dtype).device(device));
+  const Tensor mean_rows = empty({rows}, stats), rstd_rows = empty({rows}, stats);
+  layer_norm_slot.get(device)(detail::op_call(op, device), y.view(), mean_rows.view(), rstd_rows.view(), x.view(),
+                              view_or_none(w), view_or_none(b), eps);
+
+  std::vector<Tensor> inputs{x};
+  if (w.defined()) inputs.push_back(w);
+  if (b.defined()) inputs.push_back(b);
+  if (detail::needs_grad_list(inputs)) {
+    const bool need_x = x.requires_grad(), need_w = w.defined() && w.requires_grad();
+    const bool need_b = b.defined() && b.requires_grad();
+    auto backward = [x = x.detach(), w = w.defined() ? w.detach() : Tensor(), mean_rows, rstd_rows, need_x, need_w,
+                     need_b, has_w = w.defined(), has_b = b.defined()](const Tensor& g) {
+      const Device device = x.device();
+      const TensorOptions like = TensorOptions(x.dtype()).device(device);
+      const Tensor go = g.to(x.dtype()).contiguous();
+      Tensor gx = need_x ? empty(x.shape(), like) : Tensor();
+      Tensor gw = need_w ? empty({x.size(1)}, like) : Tensor();
+      Tensor gb = need_b ? empty({x.size(1)}, like) : Tensor();
+      layer_norm_backward_slot.get(device)(detail::op_call("layer_norm_backward", device), view_or_none(gx),
+                                           view_or_none(gw), view_or_none(gb), go.view(), x.view(), mean_rows.view(),
+                                           rstd_rows.view(), view_or_none(w));
+      std::vector<Tensor> grads{gx};
+      if (has_w) grads.push_back(gw);
+      if (has_b) grads.push_back(gb);
+      return grads;
+    };
+    detail::record_list(op, inputs, y, std::move(backward));
+  }
+  return y.reshape(input.shape());
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps, LayerNormImpl impl) {
   if (auto cast = amp::detail::f32_operands({&input, &weight, &bias})) {
-    return layer_norm((*cast)[0], normalized_shape, (*cast)[1], (*cast)[2], eps);
+    return layer_norm((*cast)[0], normalized_shape, (*cast)[1], (*cast)[2], eps, impl);
   }
   constexpr const char* op = "layer_norm";
   STRATA_CHECK(input.defined(), InvalidArgumentError, "{}: the input tensor is undefined", op);
@@ -202,15 +289,11 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
                  name, normalized_shape, t->shape());
     STRATA_CHECK(is_floating(t->dtype()), DTypeError, "{}: {} must be a floating tensor, got {}", op, name, t->dtype());
   }
-
-  std::vector<int64_t> dims;
-  for (int64_t d = input.dim() - k; d < input.dim(); ++d) dims.push_back(d);
-  const Tensor mu = mean(input, dims, /*keepdim=*/true);
-  const Tensor rstd = rsqrt(var(input, dims, /*unbiased=*/false, /*keepdim=*/true) + eps);
-  Tensor out = (input - mu) * rstd;
-  if (weight.defined()) out = out * weight;
-  if (bias.defined()) out = out + bias;
-  return out;
+  // An empty input has nothing for a kernel to do; the composition gives its empty result and gradients.
+  if (impl == LayerNormImpl::kComposed || input.numel() == 0) {
+    return layer_norm_composed(input, k, weight, bias, eps);
+  }
+  return layer_norm_fused(input, normalized_shape, weight, bias, eps);
 }
 
 }  // namespace strata::nn::functional

@@ -1,4 +1,8 @@
-// batch_norm and layer_norm: hand-computed values, running statistics, gradients and argument errors.
+// batch_norm and layer_norm: hand-computed values, running statistics, gradients and argument errors; the fused
+// layer_norm against its composition from tensor ops (values and gradients, every floating dtype, weight and bias
+// absent or present, non-contiguous inputs, the same bits on any number of threads).
+#include "strata/nn/normalization.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
 #include "strata/nn/init.h"
@@ -166,6 +171,129 @@ TEST_P(Normalization, LayerNormRejectsBadArguments) {
   }
 }
 
+// --- the fused layer_norm against the composed one ---
+
+struct LayerNormResult {
+  Tensor y, gx, gw, gb;
+};
+
+/// layer_norm of `x` (with weight and bias when asked) and the gradients of sum(y * g) for a fixed g.
+LayerNormResult run_layer_norm(const Tensor& x_in, const Shape& normalized, bool with_weight, bool with_bias,
+                               F::LayerNormImpl impl, DType param_dtype) {
+  const Device device = x_in.device();
+  Tensor x = x_in.detach();
+  x.requires_grad_();
+  Tensor w, b;
+  if (with_weight) {
+    w = testing::deterministic_tensor(normalized, param_dtype, device, 7) + 1.0;
+    w.requires_grad_();
+  }
+  if (with_bias) {
+    b = testing::deterministic_tensor(normalized, param_dtype, device, 8);
+    b.requires_grad_();
+  }
+  const Tensor y = F::layer_norm(x, normalized, w, b, 1e-5, impl);
+  const Tensor g = testing::deterministic_tensor(y.shape(), y.dtype(), device, 9);
+  sum(y * g).backward();
+  return {y.detach(), x.grad(), w.defined() ? w.grad() : Tensor(), b.defined() ? b.grad() : Tensor()};
+}
+
+void expect_close(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.defined(), want.defined()) << what;
+  if (!got.defined()) return;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  EXPECT_EQ(got.dtype(), want.dtype()) << what;
+  const auto a = got.to(DType::F64).to_vector<double>(), b = want.to(DType::F64).to_vector<double>();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(a[i], b[i], tol * (1.0 + std::abs(b[i]))) << what << ", element " << i;
+  }
+}
+
+TEST_P(Normalization, LayerNormFusedMatchesComposed) {
+  // Rows shorter and longer than the kernels' eight lanes, several normalized dims, nanoGPT's [12, 64, 128], and
+  // a row of one element (variance 0).
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{3, 4}, {4}},          {{2, 3, 5}, {3, 5}}, {{7, 33}, {33}},
+                                                       {{12, 64, 128}, {128}}, {{5, 1}, {1}},       {{1, 19}, {19}}};
+  for (const DType dtype : {DType::F32, DType::F64}) {
+    const double tol = dtype == DType::F64 ? 1e-10 : 2e-5;
+    for (const auto& [shape, normalized] : shapes) {
+      // Rows away from zero, where one pass of sums of x and x^2 would cancel.
+      const Tensor x = testing::deterministic_tensor(shape, dtype, device(), 3) * 3.0 + 10.0;
+      for (int affine = 0; affine < 4; ++affine) {
+        const bool with_w = (affine & 1) != 0, with_b = (affine & 2) != 0;
+        const std::string what =
+            fmt::format("{} {} over {} weight {} bias {}", dtype, shape, normalized, with_w, with_b);
+        const LayerNormResult fused = run_layer_norm(x, normalized, with_w, with_b, F::LayerNormImpl::kFused, dtype);
+        const LayerNormResult ref = run_layer_norm(x, normalized, with_w, with_b, F::LayerNormImpl::kComposed, dtype);
+        expect_close(fused.y, ref.y, tol, what + ": y");
+        expect_close(fused.gx, ref.gx, tol, what + ": grad x");
+        expect_close(fused.gw, ref.gw, tol, what + ": grad weight");
+        expect_close(fused.gb, ref.gb, tol, what + ": grad bias");
+      }
+    }
+  }
+}
+
+TEST_P(Normalization, LayerNormFusedComputesHalfPrecisionInF32) {
+  // f16 and bf16 inputs: the result and gradients keep the dtype, and equal the f32 computation rounded.
+  const Tensor x32 = testing::deterministic_tensor({6, 40}, DType::F32, device(), 4) * 2.0;
+  for (const DType dtype : {DType::F16, DType::BF16}) {
+    const double tol = dtype == DType::F16 ? 4e-3 : 3e-2;
+    const Tensor x = x32.to(dtype);
+    const LayerNormResult got = run_layer_norm(x, {40}, true, true, F::LayerNormImpl::kFused, dtype);
+    const LayerNormResult ref = run_layer_norm(x.to(DType::F32), {40}, true, true, F::LayerNormImpl::kFused, dtype);
+    const std::string what = fmt::format("{}", dtype);
+    expect_close(got.y, ref.y.to(dtype), tol, what + ": y");
+    expect_close(got.gx, ref.gx.to(dtype), tol, what + ": grad x");
+    expect_close(got.gw, ref.gw, 4 * tol, what + ": grad weight");
+    expect_close(got.gb, ref.gb, 4 * tol, what + ": grad bias");
+  }
+}
+
+TEST_P(Normalization, LayerNormFusedPromotesAsTheComposition) {
+  // An f32 input with f64 weight and bias gives f64, as (x - mean) * rstd * weight + bias does.
+  const Tensor x = testing::deterministic_tensor({4, 6}, DType::F32, device(), 5);
+  const LayerNormResult fused = run_layer_norm(x, {6}, true, true, F::LayerNormImpl::kFused, DType::F64);
+  const LayerNormResult ref = run_layer_norm(x, {6}, true, true, F::LayerNormImpl::kComposed, DType::F64);
+  EXPECT_EQ(fused.y.dtype(), DType::F64);
+  EXPECT_EQ(fused.gx.dtype(), DType::F32);
+  expect_close(fused.y, ref.y, 2e-6, "y");
+  expect_close(fused.gx, ref.gx, 2e-5, "grad x");
+  expect_close(fused.gw, ref.gw, 2e-6, "grad weight");
+  expect_close(fused.gb, ref.gb, 2e-6, "grad bias");
+}
+
+TEST_P(Normalization, LayerNormFusedAcceptsANonContiguousInput) {
+  const Tensor x = testing::deterministic_tensor({9, 5}, DType::F64, device(), 6).t();  // [5, 9]
+  ASSERT_FALSE(x.is_contiguous());
+  const LayerNormResult got = run_layer_norm(x, {9}, true, true, F::LayerNormImpl::kFused, DType::F64);
+  const LayerNormResult ref = run_layer_norm(x.contiguous(), {9}, true, true, F::LayerNormImpl::kFused, DType::F64);
+  expect_close(got.y, ref.y, 1e-14, "y");
+  expect_close(got.gx, ref.gx, 1e-14, "grad x");
+  expect_close(got.gw, ref.gw, 1e-14, "grad weight");
+  Tensor leaf_t = randn({4, 3}, TensorOptions(DType::F64).device(device())).t();
+  leaf_t.requires_grad_();
+  expect_gradcheck([](const Inputs& in) { return F::layer_norm(in[0], {4}); }, {leaf_t});
+}
+
+TEST_P(Normalization, LayerNormGradientsWithWeightOrBiasAlone) {
+  expect_gradcheck([](const Inputs& x) { return F::layer_norm(x[0], {5}, x[1]); }, {leaf({3, 5}), leaf({5})});
+  expect_gradcheck([](const Inputs& x) { return F::layer_norm(x[0], {5}, {}, x[1]); }, {leaf({3, 5}), leaf({5})});
+  // Only the weight requires grad: the kernel writes no grad_x.
+  Tensor w = leaf({5});
+  const Tensor x = randn({3, 5}, TensorOptions(DType::F64).device(device()));
+  expect_gradcheck([&x](const Inputs& in) { return F::layer_norm(x, {5}, in[0]); }, {w});
+}
+
+TEST_P(Normalization, LayerNormOfAnEmptyInputIsEmpty) {
+  Tensor x = zeros({0, 4}, f32());
+  x.requires_grad_();
+  const Tensor y = F::layer_norm(x, {4});
+  EXPECT_EQ(y.shape(), (Shape{0, 4}));
+  sum(y).backward();
+  EXPECT_EQ(x.grad().shape(), (Shape{0, 4}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, Normalization, ::testing::ValuesIn(testing::available_devices()),
                          [](const auto& info) { return testing::device_test_name(info.param); });
 
@@ -176,6 +304,24 @@ TEST(NormalizationArguments, BatchNormMomentumOutsideZeroOneIsRefused) {
   EXPECT_THROW(F::batch_norm(x, mean, var, {}, {}, true, std::nan(""), 1e-5), InvalidArgumentError);
   EXPECT_THROW(F::batch_norm(x, mean, var, {}, {}, true, 1.5, 1e-5), InvalidArgumentError);
   EXPECT_NO_THROW(F::batch_norm(x, mean, var, {}, {}, true, 0.1, 1e-5));
+}
+
+TEST(LayerNormThreads, GradientsAreTheSameBitsOnAnyNumberOfThreads) {
+  // weight's and bias's gradients sum over rows in chunks fixed by the shape (Note [How layer_norm runs]); [512, 96]
+  // is large enough for the pool.
+  namespace F = nn::functional;
+  const auto grads = [](int threads) {
+    const testing::PoolSize pool(threads);
+    Tensor x = testing::deterministic_tensor({512, 96}, DType::F32, kCPU, 1);
+    Tensor w = testing::deterministic_tensor({96}, DType::F32, kCPU, 2), b = zeros({96});
+    for (Tensor* t : {&x, &w, &b}) t->requires_grad_();
+    const Tensor y = F::layer_norm(x, {96}, w, b);
+    sum(y * testing::deterministic_tensor({512, 96}, DType::F32, kCPU, 3)).backward();
+    return std::vector<std::vector<float>>{y.detach().to_vector<float>(), x.grad().to_vector<float>(),
+                                           w.grad().to_vector<float>(), b.grad().to_vector<float>()};
+  };
+  EXPECT_EQ(grads(1), grads(2));
+  EXPECT_EQ(grads(1), grads(3));
 }
 
 TEST(InitArguments, InfiniteBoundsAreRefused) {

@@ -139,6 +139,18 @@ inline std::vector<OpCase> op_cases() {
          sum(mul(out, out)).backward();
          return cat({out.detach(), q.grad().flatten(), k.grad().flatten(), v.grad().flatten()}, 0);
        }},
+      {"layer_norm_and_backward", [](V x) {
+         // The fused layer_norm with weight and bias over the last dim of [8, 16], without them over the last two
+         // dims of [2, 4, 16], and its backward kernel (grad_x, grad_weight, grad_bias).
+         namespace F = nn::functional;
+         Tensor in = x[0].detach(), w = x[2].detach(), b = (x[2] * 0.5).detach();
+         for (Tensor* t : {&in, &w, &b}) t->requires_grad_();
+         const Tensor a = F::layer_norm(in, {16}, w, b);
+         const Tensor c = F::layer_norm(in.reshape({2, 4, 16}), {4, 16});
+         const Tensor out = cat({a.flatten(), c.flatten()}, 0);
+         sum(mul(out, cat({x[1].flatten(), x[1].flatten()}, 0))).backward();
+         return cat({out.detach(), in.grad().flatten(), w.grad(), b.grad()}, 0);
+       }},
       {"random", [](V x) {
          // The device's own generator, seeded alike on every device: Philox gives the CPU's values bit for bit
          // (Note [Random numbers on every device]). The generator's state is put back for the cases after this one.
