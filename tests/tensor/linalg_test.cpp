@@ -145,8 +145,9 @@ TEST_P(Linalg, LargeProductsUseEveryThreadAndStayExact) {
 }
 
 TEST_P(Linalg, LargeBatchedProductsMatchTheReference) {
-  // Over a million flops per call: the CPU backend's batched oneDNN path (broadcast batches included).
-  for (DType dtype : {DType::F32, DType::F64}) {
+  // Over a million flops per call: the CPU backend's batched oneDNN path (broadcast batches included), in bf16 and
+  // f16 too (Note [Reduced precision products on the CPU]).
+  for (DType dtype : kFloatDTypes) {
     const auto r = [&](const Shape& s, std::uint64_t seed) { return deterministic_tensor(s, dtype, device(), seed); };
     expect_matmul_matches(r({8, 40, 50}, 50), r({8, 50, 36}, 51), fmt::format("{} bmm of 8", dtype));
     expect_matmul_matches(r({2, 1, 48, 50}, 52), r({4, 50, 40}, 53), fmt::format("{} broadcast batches", dtype));
@@ -276,21 +277,23 @@ TEST_P(Linalg, BatchedGemmKernelAppliesAlphaAndBeta) {
   // The backend entry of Note [One batched GEMM] with a broadcast b (batch stride 0), alpha and beta: no public op
   // reaches a batched product with beta != 0, so the kernel is called directly.
   const int64_t batch = 6, m = 48, k = 50, n = 40;  // over a million flops: oneDNN's batched path on the CPU
-  const Tensor a = deterministic_tensor({batch, m, k}, DType::F32, device(), 60),
-               b = deterministic_tensor({k, n}, DType::F32, device(), 61);
-  const Tensor out = deterministic_tensor({batch, m, n}, DType::F32, device(), 62);
-  const std::vector<double> before = out.to_vector<double>();
-  TensorView bv = b.view();
-  bv.shape = {batch, k, n};
-  bv.strides = {0, n, 1};
-  const ops::KernelSlot<ops::GemmFn> gemm("gemm");
-  gemm.get(device())(detail::op_call("gemm", device()), out.view(), a.view(), bv, 2.0, 0.5, false);
-  Reference expected = reference_matmul(a, b);
-  for (std::size_t i = 0; i < expected.value.size(); ++i) {
-    expected.value[i] = 2.0 * expected.value[i] + 0.5 * before[i];
-    expected.magnitude[i] = 2.0 * expected.magnitude[i] + 0.5;
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    const Tensor a = deterministic_tensor({batch, m, k}, dtype, device(), 60),
+                 b = deterministic_tensor({k, n}, dtype, device(), 61);
+    const Tensor out = deterministic_tensor({batch, m, n}, dtype, device(), 62);
+    const std::vector<double> before = out.to_vector<double>();
+    TensorView bv = b.view();
+    bv.shape = {batch, k, n};
+    bv.strides = {0, n, 1};
+    const ops::KernelSlot<ops::GemmFn> gemm("gemm");
+    gemm.get(device())(detail::op_call("gemm", device()), out.view(), a.view(), bv, 2.0, 0.5, false);
+    Reference expected = reference_matmul(a, b);
+    for (std::size_t i = 0; i < expected.value.size(); ++i) {
+      expected.value[i] = 2.0 * expected.value[i] + 0.5 * before[i];
+      expected.magnitude[i] = 2.0 * expected.magnitude[i] + 0.5;
+    }
+    expect_matches(out, expected, dtype, fmt::format("{} gemm kernel, alpha 2, beta 0.5", dtype));
   }
-  expect_matches(out, expected, DType::F32, "gemm kernel, alpha 2, beta 0.5");
 }
 
 TEST_P(Linalg, AddmmWithZeroBetaIgnoresNaNInTheBias) {

@@ -1,10 +1,12 @@
 // The CPU GEMM (Note [One batched GEMM]): oneDNN's matmul primitive for f32, OpenBLAS for f64 and for small f32
-// products (and for every f32 product in builds without oneDNN); f16/bf16 go through f32.
+// products (and for every f32 product in builds without oneDNN); bf16/f16 on oneDNN's own kernels where it has them
+// for this CPU, else through f32 (Note [Reduced precision products on the CPU]).
 
 #include <cblas.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -76,12 +78,20 @@ struct Gemm {
   STRATA_THROW(BackendError, "{}: oneDNN matmul failed: {} (status {})", op, e.what(), static_cast<int>(e.status));
 }
 
-dnnl::memory::desc matrix_desc(const TensorView& v, int64_t batch) {
+dnnl::memory::data_type dnnl_type(DType dtype) {
+  switch (dtype) {
+    case DType::BF16: return dnnl::memory::data_type::bf16;
+    case DType::F16: return dnnl::memory::data_type::f16;
+    default: return dnnl::memory::data_type::f32;
+  }
+}
+
+dnnl::memory::desc matrix_desc(const TensorView& v, int64_t batch, DType dtype = DType::F32) {
   // A broadcast operand is one matrix of batch size 1 (oneDNN broadcasts batch dims of size 1, not stride 0).
   const bool broadcast = batch > 1 && v.strides[0] == 0;
   const int64_t rows = v.shape[1], cols = v.shape[2];
   const int64_t extent = std::max(rows * v.strides[1], cols * v.strides[2]);
-  return dnnl::memory::desc({broadcast ? 1 : batch, rows, cols}, dnnl::memory::data_type::f32,
+  return dnnl::memory::desc({broadcast ? 1 : batch, rows, cols}, dnnl_type(dtype),
                             {broadcast || batch == 1 ? extent : v.strides[0], v.strides[1], v.strides[2]});
 }
 
@@ -105,7 +115,7 @@ dnnl::matmul matmul_primitive(const Gemm& g, const dnnl::memory::desc& a, const 
                 bits(g.alpha),
                 bits(g.beta),
                 threads_for_work(true),  // oneDNN fixes a primitive's threads when it is made
-                0};
+                static_cast<int64_t>(a.data_type())};
   static std::mutex mutex;
   static std::map<Key, dnnl::matmul> cache;
   [[maybe_unused]] static const bool held = (hold_across_fork(mutex), true);
@@ -141,6 +151,40 @@ void onednn_sgemm(const char* op, const Gemm& g, float* out, const float* a, con
   } catch (const dnnl::error& e) {
     throw_dnnl(op, e);
   }
+}
+
+// Note [Reduced precision products on the CPU]
+// A bf16 (or f16) product runs on oneDNN's matmul primitive in that dtype, accumulating in f32, where oneDNN has a
+// kernel for it on this CPU: native AVX512-BF16 or AMX instructions, or avx512_core's conversion in registers. That
+// is autocast's point on a CPU: half the bytes of f32 read, and on AMX several times the f32 rate. Where oneDNN has
+// none (oneDNN 2.6 without AVX-512, and f16 short of AMX-FP16), creating the primitive fails as unimplemented, once
+// per dtype, and the product goes through f32 instead: the operands converted to contiguous f32, the f32 GEMM, the
+// result rounded back, which is what PyTorch's CPU fallback does too.
+template <typename T>
+bool onednn_reduced_precision_gemm(const char* op, const Gemm& g) {
+  static std::atomic<bool> unsupported{false};
+  if (unsupported.load(std::memory_order_relaxed)) return false;
+  const DType dtype = g.out.dtype;
+  try {
+    const dnnl::memory::desc ad = matrix_desc(g.a, g.batch, dtype), bd = matrix_desc(g.b, g.batch, dtype);
+    const dnnl::memory::desc od({g.batch, g.m, g.n}, dnnl_type(dtype), dnnl::memory::format_tag::abc);
+    dnnl::matmul primitive;
+    try {
+      primitive = matmul_primitive(g, ad, bd, od);
+    } catch (const dnnl::error& e) {
+      if (e.status != dnnl_unimplemented) throw;
+      unsupported.store(true, std::memory_order_relaxed);
+      return false;
+    }
+    thread_local dnnl::stream stream(cpu_engine());
+    primitive.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(ad, cpu_engine(), const_cast<T*>(g.a.ptr<T>()))},
+                               {DNNL_ARG_WEIGHTS, dnnl::memory(bd, cpu_engine(), const_cast<T*>(g.b.ptr<T>()))},
+                               {DNNL_ARG_DST, dnnl::memory(od, cpu_engine(), g.out.ptr<T>())}});
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    throw_dnnl(op, e);
+  }
+  return true;
 }
 
 // Note [Padding B's rows for AVX2's sgemm]: whether B is copied into longer rows first.
@@ -225,9 +269,16 @@ void sgemm([[maybe_unused]] const ops::OpCall& call, const Gemm& g, float* out, 
   blas_gemm<float>(g, out, a, b);
 }
 
-// f16/bf16: the operands converted to contiguous f32, the f32 GEMM, and the result converted back.
+// f16/bf16 (Note [Reduced precision products on the CPU]): on oneDNN in that dtype, or the operands converted to
+// contiguous f32, the f32 GEMM, and the result converted back.
 template <typename T>
 void reduced_precision_gemm(const ops::OpCall& call, const Gemm& g) {
+#if STRATA_HAVE_DNNL
+  if (g.flops() >= kSmallGemmFlops) {
+    threads_for_work(true);
+    if (onednn_reduced_precision_gemm<T>(call.op, g)) return;
+  }
+#endif
   const auto to_f32 = [](const TensorView& v, int64_t rows, int64_t cols, int64_t batch) {
     std::vector<float> dense(static_cast<std::size_t>(batch * rows * cols));
     const T* src = v.ptr<T>();
