@@ -56,7 +56,7 @@ if [[ ${STRATA_TWO_HOSTS_BODY:-} == 1 ]]; then
   # A JSON field of strata-train's --json output: field FILE PYTHON-EXPRESSION-ON-d
   field() { python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print($2)" "$1"; }
 
-  # mpirun in the first host, across both, over subnet 0 (the veth pair) or 1 (the TUN link); the program follows.
+  # MPI: mpirun in the first host, across both, over subnet 0 (the veth pair) or 1 (the TUN link); add the program.
   mpi() {
     local subnet=$1
     MPI=(ip netns exec "$H1" "$MPIEXEC" --allow-run-as-root -np 2 --host "$PREFIX.$subnet.1,$PREFIX.$subnet.2"
