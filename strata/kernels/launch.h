@@ -183,12 +183,19 @@ template <typename F>
 void forall(const LaunchSite& site, int64_t n, F f) {
   if (n <= 0) return;
   if (site.device.is_cpu()) {
-    if (n < kCpuGrain) {
-      for (int64_t i = 0; i < n; ++i) f(i);
-    } else {
-      parallel_for(n, kCpuGrain, [&f](int64_t begin, int64_t end) {
+    // A functor may walk a range of indices itself (cpu_range(begin, end)), paying its index arithmetic once per
+    // row rather than once per element.
+    const auto run = [&f](int64_t begin, int64_t end) {
+      if constexpr (requires { f.cpu_range(begin, end); }) {
+        f.cpu_range(begin, end);
+      } else {
         for (int64_t i = begin; i < end; ++i) f(i);
-      });
+      }
+    };
+    if (n < kCpuGrain) {
+      run(0, n);
+    } else {
+      parallel_for(n, kCpuGrain, run);
     }
     detail::after_cpu_launch(site);
     return;

@@ -3,6 +3,7 @@
 // Indexing with data, written once; instantiated by backends/cpu/indexing_ops.cpp and backends/cuda/indexing_ops.cu.
 // Operands are contiguous (see ops/indexing_kernels.h); out-of-range indices are device-side asserts.
 
+#include <algorithm>
 #include <type_traits>
 
 #include "strata/backends/portable/launch_site.h"
@@ -53,6 +54,23 @@ struct IndexSelectBody {
     STRATA_KERNEL_ASSERT(check, at >= 0 && at < size, j, at, size);
     if (at >= 0 && at < size) out[i] = in[(o * size + at) * inner + k];
   }
+  /// Elements [begin, end) a row of `inner` at a time, one index lookup each (kernels::forall on the CPU).
+  void cpu_range(int64_t begin, int64_t end) const {
+    while (begin < end) {
+      const int64_t k = begin % inner;
+      const int64_t row = begin / inner;
+      const int64_t j = row % count;
+      const int64_t at = index[j];
+      const int64_t n = std::min(end - begin, inner - k);
+      STRATA_KERNEL_ASSERT(check, at >= 0 && at < size, j, at, size);
+      if (at >= 0 && at < size) {
+        const T* src = in + ((row / count) * size + at) * inner + k;
+        T* dst = out + begin;
+        for (int64_t e = 0; e < n; ++e) dst[e] = src[e];
+      }
+      begin += n;
+    }
+  }
 };
 
 template <typename T>
@@ -74,8 +92,8 @@ inline void index_select_kernel(const ops::OpCall& call, const TensorView& out, 
 }
 
 // Offset in `target` of the element at `i` of `index_shape`, with coordinate `dim` replaced by `at`.
-STRATA_HOST_DEVICE inline int64_t redirected_offset(int64_t i, const SmallShape& index_shape,
-                                                    const SmallShape& target, int64_t dim, int64_t at) {
+STRATA_HOST_DEVICE inline int64_t redirected_offset(int64_t i, const SmallShape& index_shape, const SmallShape& target,
+                                                    int64_t dim, int64_t at) {
   int64_t offset = 0;
   for (int d = index_shape.ndim - 1; d >= 0; --d) {
     const int64_t coord = i % index_shape.size[d];
@@ -106,14 +124,15 @@ struct Gather {
   static void run(const ops::OpCall& call, const TensorView& out, const TensorView& in, const TensorView& index,
                   int64_t dim) {
     const kernels::LaunchSite site = site_of(call, "gather");
-    kernels::forall(site, out.numel(),
-                    GatherBody<T>{out.ptr<T>(), in.ptr<T>(), index.ptr<int64_t>(), SmallShape::of(index),
-                                  SmallShape::of(in), dim, site.asserts("index out of range for the gathered dimension")});
+    kernels::forall(
+        site, out.numel(),
+        GatherBody<T>{out.ptr<T>(), in.ptr<T>(), index.ptr<int64_t>(), SmallShape::of(index), SmallShape::of(in), dim,
+                      site.asserts("index out of range for the gathered dimension")});
   }
 };
 
-inline void gather_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in,
-                          const TensorView& index, int64_t dim) {
+inline void gather_kernel(const ops::OpCall& call, const TensorView& out, const TensorView& in, const TensorView& index,
+                          int64_t dim) {
   kernels::dispatch<Gather>(in.dtype, call, out, in, index, dim);
 }
 
@@ -136,6 +155,39 @@ struct ScatterAddBody {
       rest /= index_shape.size[d];
     }
     kernels::atomic_add(out + redirected_offset(i, index_shape, out_shape, dim, at), src[src_offset]);
+  }
+  /// Elements [begin, end) a row of the index's last dimension at a time: the offsets of the row's other
+  /// coordinates computed once (kernels::forall on the CPU; an embedding's gradient is rows of one index).
+  void cpu_range(int64_t begin, int64_t end) const {
+    const int last = index_shape.ndim - 1;
+    if (last < 0) {
+      for (int64_t i = begin; i < end; ++i) (*this)(i);
+      return;
+    }
+    const int64_t width = index_shape.size[last];
+    const int64_t size = out_shape.size[dim];
+    while (begin < end) {
+      const int64_t c0 = begin % width;
+      const int64_t n = std::min(end - begin, width - c0);
+      // Offsets of the row's first element, with the coordinate along `dim` left out of out's.
+      int64_t rest = begin / width, out_base = 0, src_base = 0;
+      for (int d = last - 1; d >= 0; --d) {
+        const int64_t coord = rest % index_shape.size[d];
+        rest /= index_shape.size[d];
+        src_base += coord * src_shape.stride[d];
+        if (d != dim) out_base += coord * out_shape.stride[d];
+      }
+      for (int64_t e = 0; e < n; ++e) {
+        const int64_t i = begin + e, c = c0 + e;
+        const int64_t at = index[i];
+        STRATA_KERNEL_ASSERT(check, at >= 0 && at < size, i, at, size);
+        if (at < 0 || at >= size) continue;
+        const int64_t out_offset =
+            out_base + at * out_shape.stride[dim] + (last == dim ? 0 : c * out_shape.stride[last]);
+        kernels::atomic_add(out + out_offset, src[src_base + c * src_shape.stride[last]]);
+      }
+      begin += n;
+    }
   }
 };
 
