@@ -7,6 +7,9 @@
 //   (3) the cost of one op on 16-element tensors, in ns per op, with its parts for comparison: empty() alone and
 //       the kernel alone through the op table; index_select, whose kernel carries a device-side assert; and
 //       current_stream(), the lookup of the stream that new work goes to;
+//   (4) the transcendental kernels a Transformer runs (GELU in both forms and their derivatives, erf, sin, cos) on
+//       nanoGPT's MLP activation [12, 64, 512] in f32, through the op table into existing memory; run with
+//       OMP_NUM_THREADS=1 to time one core;
 // and the same on cuda:0 when a GPU is available (timed with events, or synchronised every batch).
 
 #include <benchmark/benchmark.h>
@@ -157,6 +160,42 @@ void BM_CudaAdd(benchmark::State& state) {
   if (have_gpu(state)) add_allocating(state, kGpu);
 }
 
+// --- (4) transcendental kernels at nanoGPT's MLP shape ---
+
+constexpr int64_t kActivation = 12 * 64 * 512;
+
+/// One unary or binary kernel (b: GELU's input for the derivatives) over kActivation f32 values in [-4, 4].
+void transcendental(benchmark::State& state, const char* op, bool binary) {
+  const Tensor x = strata::linspace(-4.0, 4.0, kActivation), g = strata::full({kActivation}, 0.75f);
+  const Tensor out = strata::empty({kActivation});
+  const auto call = strata::detail::op_call(op, strata::kCPU);
+  if (binary) {
+    const strata::ops::KernelSlot<strata::ops::BinaryFn> slot(op);
+    const auto kernel = slot.get(strata::kCPU);
+    for (auto _ : state) {
+      kernel(call, out.view(), g.view(), x.view());
+      benchmark::ClobberMemory();
+    }
+  } else {
+    const strata::ops::KernelSlot<strata::ops::UnaryFn> slot(op);
+    const auto kernel = slot.get(strata::kCPU);
+    for (auto _ : state) {
+      kernel(call, out.view(), x.view());
+      benchmark::ClobberMemory();
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kActivation);
+  state.counters["threads"] = strata::num_threads();
+}
+void BM_Gelu(benchmark::State& state) { transcendental(state, "gelu", false); }
+void BM_GeluBackward(benchmark::State& state) { transcendental(state, "gelu_backward", true); }
+void BM_GeluTanh(benchmark::State& state) { transcendental(state, "gelu_tanh", false); }
+void BM_GeluTanhBackward(benchmark::State& state) { transcendental(state, "gelu_tanh_backward", true); }
+void BM_Erf(benchmark::State& state) { transcendental(state, "erf", false); }
+void BM_Sin(benchmark::State& state) { transcendental(state, "sin", false); }
+void BM_Cos(benchmark::State& state) { transcendental(state, "cos", false); }
+void BM_Exp(benchmark::State& state) { transcendental(state, "exp", false); }
+
 // --- (3) per-op overhead on 16 elements ---
 
 // On a GPU ops are queued: a batch of them is timed up to a synchronisation, so the figure is the host cost of
@@ -228,6 +267,14 @@ BENCHMARK(BM_AddInPlace)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Add)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CudaAddKernelInto)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CudaAdd)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Gelu)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GeluBackward)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GeluTanh)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GeluTanhBackward)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Erf)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Sin)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Cos)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Exp)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TinyEmpty)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_TinyAdd)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_TinyAddKernel)->Unit(benchmark::kNanosecond);
