@@ -129,6 +129,27 @@ def test_strata_train_profile(tmp_path):
     assert "conv2d" in ops and len(ops) >= 5, sorted(ops)
     allocator = [e for e in trace if e["ph"] == "i" and e["cat"] == "allocator"]
     assert allocator and all(e["args"]["bytes"] > 0 for e in allocator if e["name"] == "segment_alloc")
+    # Each training step is a named range holding its ops: steps 1 and 2 of the 128 images in batches of 64.
+    steps = sorted((e for e in trace if e["ph"] == "X" and e["name"].startswith("step ")), key=lambda e: e["ts"])
+    assert [e["name"] for e in steps] == ["step 1", "step 2"], [e["name"] for e in steps]
+    first = steps[0]
+    inside = [e for e in trace if e["ph"] == "X" and e["cat"] == "op" and e["tid"] == first["tid"]
+              and first["ts"] <= e["ts"] and e["ts"] + e["dur"] <= first["ts"] + first["dur"]]
+    assert {"conv2d", "cross_entropy"} <= {e["name"] for e in inside}, sorted({e["name"] for e in inside})
+
+
+def test_strata_train_shakespeare_profile_has_its_steps(tmp_path):
+    path = tmp_path / "gpt.json"
+    excerpt = Path(__file__).resolve().parents[2] / "tests" / "data" / "shakespeare-excerpt.txt"
+    run = subprocess.run([_strata_train(), "--task", "shakespeare", "--device", "cpu", "--data", str(excerpt),
+                          "--iters", "3", "--eval-interval", "3", "--eval-iters", "1", "--profile", str(path)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    trace = _trace_events(path)
+    assert [e["name"] for e in trace if e["ph"] == "X" and e["name"].startswith("step ")] == ["step 1", "step 2",
+                                                                                             "step 3"]
+    ops = {e["name"] for e in trace if e["ph"] == "X" and e["cat"] == "op"}
+    assert {"scaled_dot_product_attention", "scaled_dot_product_attention_backward", "embedding"} <= ops, sorted(ops)
 
 
 def test_strata_train_refuses_an_unwritable_profile_before_training(tmp_path):

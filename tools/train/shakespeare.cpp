@@ -300,10 +300,7 @@ std::vector<GptReport> GptTrainer::run(const std::function<void(int64_t, int64_t
     model_->train();
     const auto start = std::chrono::steady_clock::now();
     while (iters_done_ < end) {
-      const std::optional<profiler::RecordFunction> range =
-          profiler::is_enabled()
-              ? std::optional<profiler::RecordFunction>(std::in_place, fmt::format("step {}", iters_done_ + 1))
-              : std::nullopt;
+      const profiler::RecordFunction range(fmt::format("step {}", iters_done_ + 1));  // a range on the profile
       const double lr = lr_at(iters_done_);
       for (size_t g = 0; g < optimizer_->groups().size(); ++g) optimizer_->set_group_lr(g, lr);
       const Tensor loss = train_step(batch(corpus_->train(), 0, iters_done_, rank() * r.batch_size, r.batch_size));

@@ -21,6 +21,7 @@
 #include "strata/optim/lr_scheduler.h"
 #include "strata/optim/sgd.h"
 #include "strata/runtime/allocator.h"
+#include "strata/runtime/profiler.h"
 #include "strata/runtime/registry.h"
 #include "strata/runtime/transfer.h"
 #include "strata/tensor/factories.h"
@@ -271,6 +272,8 @@ std::optional<EpochReport> Trainer::train_epoch(const StepCallback& on_step, boo
   const int64_t images_before = images_done_;
   const int64_t steps = loader.size();
   for (const data::Batch& batch : loader) {
+    // Each step is a range on the profile (--profile), named by its step of the run.
+    const profiler::RecordFunction range(fmt::format("step {}", epoch * steps + steps_done_ + 1));
     const Tensor logits = model(as_images(batch.data));
     const Tensor loss = F::cross_entropy(logits, batch.target);
     optimizer.zero_grad();
