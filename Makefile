@@ -18,13 +18,22 @@ STRATA_WITH_CUDA ?= $(if $(or $(wildcard /dev/nvidia0),$(shell nvidia-smi -L >/d
 STRATA_WITH_HIP ?= $(if $(wildcard /dev/kfd),ON,OFF)
 RUN_CMAKE_ARGS = -DSTRATA_WITH_CUDA=$(STRATA_WITH_CUDA) -DSTRATA_WITH_HIP=$(STRATA_WITH_HIP)
 
-.PHONY: run test deps deps-run build build-run clean FORCE
+.PHONY: run shakespeare test deps deps-run build build-run clean FORCE
 
 # make run's recipe: Adam with a cosine schedule and flips (see README, strata-train); EPOCHS=3 is quicker.
 EPOCHS ?= 8
 
 run: build-run
 	./$(RUN_BUILD)/bin/strata-train --recipe fast --epochs $(EPOCHS)
+
+# The second job: nanoGPT's character-level GPT on Shakespeare (README, "strata-train --task shakespeare"), its gpu
+# recipe where make run builds the CUDA plugin, its cpu recipe (2000 iterations) elsewhere; ITERS=200 is quicker.
+SHAKESPEARE_RECIPE ?= $(if $(filter ON,$(STRATA_WITH_CUDA)),gpu,cpu)
+
+shakespeare: build-run
+	scripts/fetch-shakespeare
+	./$(RUN_BUILD)/bin/strata-train --task shakespeare --recipe $(SHAKESPEARE_RECIPE) $(if $(ITERS),--iters $(ITERS)) \
+	  --sample 500
 
 test: build
 	ctest --preset $(PRESET)
