@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "strata/backends/portable/elementwise_math.h"
 #include "strata/backends/portable/philox.h"
 #include "strata/core/error.h"
 #include "strata/ops/attention_kernels.h"
@@ -45,6 +46,18 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
               c, static_cast<int>(ldc));
+}
+
+/// s[c] = exp(s[c] - shift) for c in [0, n): a loop g++ vectorises in f32 through libmvec (Note [Vector math from
+/// libmvec]), 4 values a call, where std::exp was one scalar call per score.
+template <typename T>
+void exp_shifted(T* s, int64_t n, T shift) {
+  for (int64_t c = 0; c < n; ++c) s[c] = portable::fmath::exp(s[c] - shift);
+}
+
+/// Keys of block [j0, j0 + cols) that query row i may see under a causal mask (the rest are -inf: their exp is 0).
+inline int64_t causal_cols(bool causal, int64_t i, int64_t j0, int64_t cols) {
+  return causal ? std::clamp<int64_t>(i + 1 - j0, 0, cols) : cols;
 }
 
 /// The mask and dropout of one problem, applied to rows of a scores block.
@@ -136,11 +149,11 @@ void forward(const ops::OpCall&, const TensorView& out_view, const TensorView& l
             std::fill(s, s + cols, T(0));
             continue;
           }
+          const int64_t seen = causal_cols(p.causal, i0 + r, j0, cols);
+          exp_shifted(s, seen, new_max);
+          std::fill(s + seen, s + cols, T(0));
           T sum = 0;
-          for (int64_t c = 0; c < cols; ++c) {
-            s[c] = std::exp(s[c] - new_max);
-            sum += s[c];
-          }
+          for (int64_t c = 0; c < seen; ++c) sum += s[c];
           const T alpha = std::exp(row_max[r] - new_max);  // 0 while the row had no allowed key
           row_sum[r] = row_sum[r] * alpha + sum;
           row_max[r] = new_max;
@@ -222,7 +235,9 @@ void backward(const ops::OpCall&, const TensorView& gq_view, const TensorView& g
             if (row_lse == -std::numeric_limits<T>::infinity()) {
               std::fill(s, s + cols, T(0));
             } else {
-              for (int64_t c = 0; c < cols; ++c) s[c] = std::exp(s[c] - row_lse);
+              const int64_t seen = causal_cols(p.causal, i0 + r, j0, cols);
+              exp_shifted(s, seen, row_lse);
+              std::fill(s + seen, s + cols, T(0));
             }
             if (dropout) {
               T* d = dropped.data() + r * kCols;
