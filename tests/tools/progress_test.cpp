@@ -100,6 +100,17 @@ TEST(ProgressBar, ARedrawnBarAtMostEveryTenthOfASecond) {
   EXPECT_FALSE(bar.frame(3, 100, 0.2).empty());
 }
 
+// The language model's bar: tokens per second, over the iterations between two evaluations.
+TEST(ProgressBar, ALanguageModelCountsTokensBetweenEvaluations) {
+  ProgressBar bar(ProgressStyle::Lines, 2, 8, 768, 1, 0.01, "tok", "eval");  // made at step 1
+  std::string out;
+  for (int64_t step = 1; step <= 250; ++step) out += bar.frame(step, 250, 0.01 * static_cast<double>(step));
+  EXPECT_NE(out.find("eval 2/8  step 25/250 (10%)"), std::string::npos) << out;
+  // 768 tokens a step, 0.01 s a step: 76800 tok/s.
+  EXPECT_NE(out.find(" 76800 tok/s"), std::string::npos) << out;
+  EXPECT_EQ(out.find("img/s"), std::string::npos) << out;
+}
+
 TEST(ProgressBar, NoneWritesNothing) {
   ProgressBar bar(ProgressStyle::None, 1, 1, 8, 1, 0.0);
   for (int64_t step = 1; step <= 20; ++step) EXPECT_TRUE(bar.frame(step, 20, static_cast<double>(step)).empty());

@@ -63,6 +63,38 @@ TEST(TrainingLog, StepsOfAResumedEpochContinueTheRunsCount) {
   EXPECT_EQ(got.size(), epoch.size() + 2);
 }
 
+// The language model's evaluations: its steps at the run's iteration count, the evaluation's figures at its iteration,
+// and no rate, memory or counters for the first evaluation, before any step.
+TEST(TrainingLog, ALanguageModelsEvaluationsAtTheirIterations) {
+  TempDir dir;
+  train::TrainingLog log(dir / "runs", Device("cpu"));
+  train::GptReport first;
+  first.train_loss = 4.5;
+  first.val_loss = 4.25;
+  log.evaluation(first);
+  train::GptReport r;
+  r.iter = 3;
+  r.first_step = 1;  // resumed after iteration 1
+  r.step_losses = {3.5, 3.25};
+  r.step_lrs = {0.5, 0.25};
+  r.train_loss = 3;
+  r.val_loss = 3.125;
+  r.tokens_per_second = 1000;
+  r.peak_memory_bytes = 2 << 20;
+  r.synchronizations = 0;
+  log.evaluation(r);
+  const auto got = scalars(log.file());
+  using Steps = std::vector<std::pair<int64_t, float>>;
+  EXPECT_EQ(got.at("step/loss"), (Steps{{2, 3.5f}, {3, 3.25f}}));
+  EXPECT_EQ(got.at("step/lr"), (Steps{{2, 0.5f}, {3, 0.25f}}));
+  EXPECT_EQ(got.at("eval/train_loss"), (Steps{{0, 4.5f}, {3, 3}}));
+  EXPECT_EQ(got.at("eval/val_loss"), (Steps{{0, 4.25f}, {3, 3.125f}}));
+  EXPECT_EQ(got.at("eval/tokens_per_second"), (Steps{{3, 1000}}));
+  EXPECT_EQ(got.at("memory/peak_mib/cpu"), (Steps{{3, 2}}));
+  EXPECT_EQ(got.at("transfers/synchronizations"), (Steps{{3, 0}}));
+  EXPECT_EQ(got.size(), 7u);
+}
+
 TEST(TrainingLog, AnUnwritableDirectoryIsRefusedNamingTheOption) {
   TempDir dir;
   write_file(dir / "plain", {1});
