@@ -89,6 +89,23 @@ elseif(CHECK STREQUAL "ranks")
   string(REGEX REPLACE "^([0-9]+)\\.([0-9][0-9]).*" "\\1\\2" last "${last}")
   math(EXPR fell "${first} - ${last}")
   expect("the validation loss falls by 0.4 or more" fell GREATER 40)
+  # SIGTERM to rank 1 alone, early in training: both ranks stop at the same step (Note [Agreeing to stop
+  # without waiting]), rank 0 writes the checkpoint and says where, and the two resume from it to the end.
+  set(ck "${WORK}/shakespeare-ranks.safetensors")
+  file(REMOVE "${ck}" "${ck}.lock")
+  set(LONGER --task shakespeare --device cpu --data ${DATA} --iters 120 --eval-interval 120 --eval-iters 2
+             --checkpoint ${ck})
+  string(JOIN " " longer ${TRAIN} ${LONGER})
+  execute_process(COMMAND ${MPIEXEC} ${FLAGS} sh -c
+                  "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (sleep 1.5; kill -TERM $$) & fi; exec ${longer}"
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 200)
+  expect("a non-zero exit after the stop" NOT rc EQUAL 0)
+  expect("rank 0 stopped, agreeing with rank 1" err MATCHES "stopped by a stop request at iteration [0-9]+/120. saved in")
+  expect("a checkpoint" EXISTS "${ck}")
+  execute_process(COMMAND ${MPIEXEC} ${FLAGS} ${TRAIN} ${LONGER} --resume
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 200)
+  expect("exit 0 after resuming on two ranks" rc EQUAL 0)
+  expect("resumed, then to the end" out MATCHES "resumed from [^\n]+ at iteration [0-9]+\n" AND out MATCHES "final val loss")
 else()
   message(FATAL_ERROR "shakespeare_check.cmake: unknown CHECK '${CHECK}'")
 endif()

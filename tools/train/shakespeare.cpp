@@ -236,14 +236,6 @@ double GptTrainer::lr_at(int64_t iter) const {
   return r.min_lr + coeff * (r.lr - r.min_lr);
 }
 
-bool GptTrainer::stop_agreed() {
-  const bool mine = stop_requested_.load(std::memory_order_relaxed);
-  if (world_size() == 1) return mine;
-  Tensor flag = tensor<int32_t>({mine ? 1 : 0});
-  options_.group->all_reduce(flag, dist::ReduceOp::Max)->wait();
-  return flag.item<int32_t>() != 0;
-}
-
 Tensor GptTrainer::train_step(const std::pair<Tensor, Tensor>& xy) {
   Tensor loss;
   {
@@ -283,8 +275,9 @@ std::vector<GptReport> GptTrainer::run(const std::function<void(int64_t, int64_t
     report_eval(std::move(first));
   }
   while (iters_done_ < r.iters) {
-    if (stop_requested_.load(std::memory_order_relaxed)) {
-      // At an evaluation, where a checkpoint was written, but for the first (iteration 0): saved again.
+    // At an evaluation. With several ranks only an agreed stop (Note [Agreeing to stop without waiting]).
+    if (stop_.agreed() || (world_size() == 1 && stop_requested_.load(std::memory_order_relaxed))) {
+      // A checkpoint was written there, but for the first evaluation (iteration 0): saved again.
       if (options_.checkpoint && rank() == 0) save_checkpoint();
       stopped_ = true;
       break;
@@ -312,12 +305,13 @@ std::vector<GptReport> GptTrainer::run(const std::function<void(int64_t, int64_t
       report.lr = lr;
       ++iters_done_;
       if (on_step) on_step(iters_done_, r.iters);
-      if (stop_agreed() && iters_done_ < end) {
+      if (stop_.after_step(stop_requested_.load(std::memory_order_relaxed)) && iters_done_ < end) {
         if (options_.checkpoint && rank() == 0) save_checkpoint();
         stopped_ = true;
         return reports;
       }
     }
+    stop_.settle();  // the last step's answer, before the evaluation's collectives
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     report.iter = iters_done_;
     report.step_loss = loss_sum.item<double>() / static_cast<double>(iters_done_ - first);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpt.h"
+#include "stop_agreement.h"
 #include "strata/dist/ddp.h"
 #include "strata/io/file.h"
 #include "strata/io/safetensors.h"
@@ -137,11 +138,11 @@ class GptTrainer {
   io::Metadata settings() const;
   void save_checkpoint() const;
   void load_checkpoint();
-  bool stop_agreed();
   int world_size() const { return options_.group ? options_.group->size() : 1; }
   int rank() const { return options_.group ? options_.group->rank() : 0; }
 
   GptTrainOptions options_;
+  StopAgreement stop_{options_.group};  // Note [Agreeing to stop without waiting]
   std::shared_ptr<const CharCorpus> corpus_;
   std::shared_ptr<Gpt> model_;
   std::unique_ptr<optim::AdamW> optimizer_;

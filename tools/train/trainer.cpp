@@ -8,6 +8,7 @@
 #include <set>
 
 #include "job_checkpoint.h"
+#include "stop_agreement.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
 #include "strata/data/dataloader.h"
@@ -185,11 +186,12 @@ Trainer::Trainer(TrainOptions options, std::shared_ptr<const data::Dataset> trai
 // by broadcasting rank 0's. Each epoch, every rank draws the same seeded order of the whole training set and takes
 // its shard (DistributedSampler: padded to a multiple of the world size), in steps of `batch_size` images: the
 // batch size is per rank, as in PyTorch, so a step of the world sees size x batch_size images and the learning rate
-// is not rescaled. After each step the ranks agree on whether to stop (one small all-reduce), so that a signal that
-// reaches one rank stops all of them at the same step. The epoch's loss and accuracy sums are all-reduced once,
-// after the epoch; the test set is evaluated whole on every rank. Rank 0 alone takes the checkpoint's lock and
-// writes it; every rank reads it on resume (on several machines the path must be on a shared filesystem), and a
-// checkpoint written by another number of ranks is refused, as its shards and steps differ.
+// is not rescaled. The ranks agree on whether to stop (a small all-reduce that runs behind the next step, Note
+// [Agreeing to stop without waiting]), so that a signal that reaches one rank stops all of them at the same step. The
+// epoch's loss and accuracy sums are all-reduced once, after the epoch; the test set is evaluated whole on every rank.
+// Rank 0 alone takes the checkpoint's lock and writes it; every rank reads it on resume (on several machines the path
+// must be on a shared filesystem), and a checkpoint written by another number of ranks is refused, as its shards and
+// steps differ.
 std::shared_ptr<const data::Dataset> Trainer::shard(int64_t epoch) const {
   if (world_size() == 1) return train_set_;
   data::DistributedSampler sampler(train_set_->size(), world_size(), rank(), /*shuffle=*/true, options_.seed);
@@ -204,14 +206,6 @@ void Trainer::reduce_epoch_sums() {
   options_.group->all_reduce(correct_)->wait();
   options_.group->all_reduce(images)->wait();
   images_done_ = images.item<int64_t>();
-}
-
-bool Trainer::stop_agreed() {
-  const bool mine = stop_requested_.load(std::memory_order_relaxed);
-  if (world_size() == 1) return mine;
-  Tensor flag = tensor<int32_t>({mine ? 1 : 0});
-  options_.group->all_reduce(flag, dist::ReduceOp::Max)->wait();
-  return flag.item<int32_t>() != 0;
 }
 
 Trainer::~Trainer() = default;
@@ -293,7 +287,8 @@ std::optional<EpochReport> Trainer::train_epoch(const StepCallback& on_step, boo
     }
     ++steps_done_;
     if (on_step) on_step(steps_done_, steps);
-    if (may_stop && stop_agreed() && steps_done_ < steps) {
+    // Note [Agreeing to stop without waiting]: every rank learns the same answer after the same step.
+    if (may_stop && stop_.after_step(stop_requested_.load(std::memory_order_relaxed)) && steps_done_ < steps) {
       reduce_epoch_sums();  // rank 0's checkpoint holds the world's sums so far
       if (options_.checkpoint && rank() == 0) save_checkpoint();
       stopped_ = true;
@@ -301,6 +296,7 @@ std::optional<EpochReport> Trainer::train_epoch(const StepCallback& on_step, boo
     }
   }
   const int64_t trained_here = images_done_ - images_before;
+  if (may_stop) stop_.settle();  // the last step's answer, before the epoch's own collectives
   reduce_epoch_sums();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -334,8 +330,10 @@ std::vector<EpochReport> Trainer::run(const StepCallback& on_step,
                                       const std::function<void(const EpochReport&)>& on_epoch) {
   std::vector<EpochReport> reports;
   while (epochs_done_ < options_.epochs) {
-    if (stop_requested_.load(std::memory_order_relaxed)) {
-      stopped_ = true;  // between epochs: the last checkpoint already holds everything
+    // Between epochs the last checkpoint holds everything. With several ranks only an agreed stop: a rank's own
+    // request is agreed on in the next epoch's steps.
+    if (stop_.agreed() || (world_size() == 1 && stop_requested_.load(std::memory_order_relaxed))) {
+      stopped_ = true;
       break;
     }
     std::optional<EpochReport> report = train_epoch(on_step, true);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "stop_agreement.h"
 #include "strata/core/device.h"
 #include "strata/data/dataset.h"
 #include "strata/dist/ddp.h"
@@ -135,12 +136,11 @@ class Trainer {
   int rank() const { return options_.group ? options_.group->rank() : 0; }
   /// This rank's training examples of `epoch`: the whole set alone, its shard of the epoch's order with several.
   std::shared_ptr<const data::Dataset> shard(int64_t epoch) const;
-  /// True on every rank when any rank was asked to stop (one all-reduce with several ranks).
-  bool stop_agreed();
   /// With several ranks, replaces this rank's loss, accuracy and image sums of the epoch by the world's.
   void reduce_epoch_sums();
 
   TrainOptions options_;
+  StopAgreement stop_{options_.group};  // Note [Agreeing to stop without waiting]
   std::shared_ptr<const data::Dataset> train_set_;
   std::shared_ptr<const data::Dataset> test_set_;
   std::unique_ptr<Network> network_;
