@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "strata/autograd/grad_mode.h"
+#include "strata/backends/portable/layer_norm_ops.h"
 #include "strata/core/error.h"
 #include "strata/nn/functional.h"
 #include "strata/nn/init.h"
@@ -322,6 +323,53 @@ TEST(LayerNormThreads, GradientsAreTheSameBitsOnAnyNumberOfThreads) {
   };
   EXPECT_EQ(grads(1), grads(2));
   EXPECT_EQ(grads(1), grads(3));
+}
+
+TEST(LayerNormKernels, TheGpuPlanOfTheBackwardMatchesTheCpus) {
+  // The GPU's backward passes (grad_x a block per row, column partials in chunks of 32 rows, then their sums), run
+  // on the CPU, against the CPU's chunks: 100 rows make four GPU chunks, the last one short.
+  const int64_t rows = 100, n = 37;
+  const ops::OpCall call{"layer_norm_backward", kCPU, nullptr, std::source_location::current()};
+  const kernels::LaunchSite site(kCPU, nullptr, "layer_norm_backward", "layer_norm_backward");
+  for (const DType dtype : {DType::F32, DType::F64}) {
+    const Tensor x = testing::deterministic_tensor({rows, n}, dtype, kCPU, 1) * 2.0 + 1.0;
+    const Tensor g = testing::deterministic_tensor({rows, n}, dtype, kCPU, 2);
+    const Tensor w = testing::deterministic_tensor({n}, dtype, kCPU, 3);
+    const TensorOptions stats(dtype == DType::F64 ? DType::F64 : DType::F32);
+    const Tensor mean = empty({rows}, stats), rstd = empty({rows}, stats), y = empty({rows, n}, TensorOptions(dtype));
+    portable::layer_norm_forward_kernel(call, y.view(), mean.view(), rstd.view(), x.view(), w.view(), TensorView{},
+                                        1e-5);
+    for (const bool with_weight : {true, false}) {
+      for (const bool want_x : {true, false}) {
+        std::vector<std::vector<double>> results[2];
+        for (const bool gpu_plan : {false, true}) {
+          const Tensor gx = empty({rows, n}, TensorOptions(dtype)), gw = empty({n}, TensorOptions(dtype)),
+                       gb = empty({n}, TensorOptions(dtype));
+          const TensorView wv = with_weight ? w.view() : TensorView{};
+          const TensorView gxv = want_x ? gx.view() : TensorView{};
+          if (dtype == DType::F32) {
+            portable::run_layer_norm_backward<float>(site, gxv, gw.view(), gb.view(), g.view(), x.view(), mean.view(),
+                                                     rstd.view(), wv, gpu_plan);
+          } else {
+            portable::run_layer_norm_backward<double>(site, gxv, gw.view(), gb.view(), g.view(), x.view(), mean.view(),
+                                                      rstd.view(), wv, gpu_plan);
+          }
+          for (const Tensor* t : {&gx, &gw, &gb}) {
+            results[gpu_plan].push_back(want_x || t != &gx ? t->to(DType::F64).to_vector<double>()
+                                                           : std::vector<double>{});
+          }
+        }
+        const double tol = dtype == DType::F64 ? 1e-12 : 2e-5;
+        for (std::size_t r = 0; r < 3; ++r) {
+          ASSERT_EQ(results[0][r].size(), results[1][r].size());
+          for (std::size_t i = 0; i < results[0][r].size(); ++i) {
+            ASSERT_NEAR(results[1][r][i], results[0][r][i], tol * (1 + std::abs(results[0][r][i])))
+                << dtype << " weight " << with_weight << " grad_x " << want_x << " output " << r << " element " << i;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(InitArguments, InfiniteBoundsAreRefused) {

@@ -346,15 +346,17 @@ void run_layer_norm_forward(const kernels::LaunchSite& site, const TensorView& y
   }
 }
 
+/// `gpu_plan`: the GPU's passes and chunks, which tests run on the CPU too (the blocks' threads then one after
+/// another, the rows' sums serial), to check the GPU's indexing where no GPU is.
 template <typename T>
 void run_layer_norm_backward(const kernels::LaunchSite& site, const TensorView& grad_x, const TensorView& grad_w,
                              const TensorView& grad_b, const TensorView& grad_y, const TensorView& x,
-                             const TensorView& mean, const TensorView& rstd, const TensorView& weight) {
+                             const TensorView& mean, const TensorView& rstd, const TensorView& weight, bool gpu_plan) {
   using A = AccType<T>;
   const int64_t rows = x.shape[0], n = x.shape.back();
   if (rows == 0 || n == 0) return;
   STRATA_CHECK(rows < (int64_t{1} << 31), ShapeError, "{}: too many rows ({}) for one launch", site.op, rows);
-  const bool cpu = site.device.is_cpu();
+  const bool cpu = !gpu_plan;
   const bool columns = grad_w.data != nullptr || grad_b.data != nullptr;
   const int64_t per_chunk = layer_norm_rows_per_chunk(cpu, rows, n);
   const int64_t chunks = (rows + per_chunk - 1) / per_chunk;
@@ -409,7 +411,7 @@ struct LayerNormDispatch {
                        const TensorView& grad_b, const TensorView& grad_y, const TensorView& x, const TensorView& mean,
                        const TensorView& rstd, const TensorView& weight) {
     if constexpr (kIsFloating<T>) {
-      run_layer_norm_backward<T>(site, grad_x, grad_w, grad_b, grad_y, x, mean, rstd, weight);
+      run_layer_norm_backward<T>(site, grad_x, grad_w, grad_b, grad_y, x, mean, rstd, weight, !site.device.is_cpu());
     } else {
       STRATA_THROW(DTypeError, "{}: not supported for dtype {}", site.op, dtype_of<T>);
     }
