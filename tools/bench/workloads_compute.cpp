@@ -10,7 +10,9 @@
 #include <immintrin.h>
 #endif
 
+#include "conv_floor.h"
 #include "strata/autograd/grad_mode.h"
+#include "strata/nn/blocked.h"
 #include "strata/nn/functional.h"
 #include "strata/runtime/cuda.h"
 #include "strata/runtime/parallel.h"
@@ -343,6 +345,119 @@ struct LinearLayer {
   Tensor input, weight, bias, grad_output;
 };
 
+// Medians of per-call seconds of a and b timed in alternate batches (each ~batch_s long), and the median of their
+// ratio round by round: on a shared machine a burst of load then falls on both sides of a round alike.
+struct Paired {
+  double a, b, ratio;
+};
+Paired paired_seconds(const std::function<void()>& a, const std::function<void()>& b, int rounds,
+                      double batch_s = 0.03) {
+  const auto batch_of = [&](const std::function<void()>& fn) {
+    fn();
+    const double once = median_seconds(fn, 3, 0);
+    return std::max(1, static_cast<int>(batch_s / std::max(once, 1e-9)));
+  };
+  const int na = batch_of(a), nb = batch_of(b);
+  const auto per_call = [](const std::function<void()>& fn, int n) {
+    return median_seconds(
+               [&] {
+                 for (int i = 0; i < n; ++i) fn();
+               },
+               1, 0) /
+           n;
+  };
+  std::vector<double> ta, tb, ratios;
+  for (int i = 0; i < rounds; ++i) {
+    ta.push_back(per_call(a, na));
+    tb.push_back(per_call(b, nb));
+    ratios.push_back(ta.back() / tb.back());
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  return {median(ta), median(tb), median(ratios)};
+}
+
+// One of the reference network's convolutions as the epoch runs it (Note [Activations in oneDNN's blocked layout]):
+// the first reads NCHW and writes the blocked layout, the second reads and writes it; a first layer's input asks for
+// no gradient.
+struct BlockedConvLayer {
+  BlockedConvLayer(const ConvFloorShape& s, int64_t block)
+      : first(!s.backward_data), block(block),
+        input(first ? randn({s.n, s.c, s.h, s.w}) : randn({s.n, s.c / block, s.h, s.w, block})),
+        weight(randn({s.o, s.c, 3, 3}) * 0.1), bias(zeros({s.o})), grad_output(ones({s.n, s.o / block, s.h, s.w, block})) {
+    if (!first) input.requires_grad_();
+    weight.requires_grad_();
+    bias.requires_grad_();
+  }
+  Tensor call() const { return nn::blocked::conv2d(input, weight, bias, 1, 1, 1, 1, first ? 0 : block, block); }
+  void forward_backward() {
+    input.set_grad(Tensor());
+    weight.set_grad(Tensor());
+    bias.set_grad(Tensor());
+    call().backward(grad_output);
+  }
+  bool first;
+  int64_t block;
+  Tensor input, weight, bias, grad_output;
+};
+
+// Note [The convolution floor] (conv_floor.cpp): Strata's time over oneDNN's primitives alone, on the reference
+// network's two convolutions as the epoch runs them, and on the NCHW layer above (a convolution called by itself).
+void conv_floor(const RunOptions& o, WorkloadResult& r) {
+  const int64_t block = nn::blocked::block_size(kCPU, DType::F32);
+  if (block == 0) {
+    r.notes.push_back("no oneDNN floor: this build's CPU convolutions do not run on oneDNN");
+    return;
+  }
+  const int rounds = o.quick ? 5 : 15;
+  const ConvFloorShape shapes[] = {{64, 1, 28, 28, 32, false}, {64, 32, 14, 14, 64, true}};
+  double strata_fwd = 0, onednn_fwd = 0, strata_fb = 0, onednn_fb = 0;
+  for (int layer = 0; layer < 2; ++layer) {
+    const ConvFloorShape& s = shapes[layer];
+    const std::unique_ptr<OneDnnConvFloor> floor = OneDnnConvFloor::make(s);
+    if (floor == nullptr) {
+      r.notes.push_back("no oneDNN floor: strata-bench was built without oneDNN");
+      return;
+    }
+    BlockedConvLayer ours(s, block);
+    Paired fwd{};
+    {
+      NoGradGuard no_grad;
+      fwd = paired_seconds([&] { (void)ours.call(); }, [&] { floor->forward(); }, rounds);
+    }
+    const Paired fb = paired_seconds([&] { ours.forward_backward(); }, [&] { floor->forward_backward(); }, rounds);
+    const std::string key = fmt::format("conv2d_cpu_l{}", layer + 1);
+    const std::string shape = fmt::format("[{},{},{},{}] x [{},{},3,3]", s.n, s.c, s.h, s.w, s.o, s.c);
+    r.metrics.push_back({key + "_fwd_bwd_ms", fb.a * 1e3, "ms", Better::Lower,
+                         shape + (s.backward_data ? ", blocked in and out, all gradients"
+                                                  : ", NCHW in, blocked out, weight and bias gradients")});
+    r.metrics.push_back({key + "_onednn_fwd_bwd_ms", fb.b * 1e3, "ms", Better::Lower,
+                         "oneDNN's primitives alone, same passes"});
+    r.metrics.push_back({key + "_over_onednn_fwd", fwd.ratio, "x", Better::Lower,
+                         fmt::format("forward, median of {} paired rounds ({:.3f} / {:.3f} ms)", rounds, fwd.a * 1e3,
+                                     fwd.b * 1e3)});
+    r.metrics.push_back({key + "_over_onednn_fwd_bwd", fb.ratio, "x", Better::Lower,
+                         fmt::format("forward + backward, median of {} paired rounds", rounds)});
+    r.notes.push_back(fmt::format("layer {} oneDNN floor: {}", layer + 1, floor->describe()));
+    strata_fwd += fwd.a;
+    onednn_fwd += fwd.b;
+    strata_fb += fb.a;
+    onednn_fb += fb.b;
+  }
+  r.metrics.push_back({"conv2d_cpu_over_onednn_fwd", strata_fwd / onednn_fwd, "x", Better::Lower,
+                       "both layers' forward, Strata's medians over oneDNN's"});
+  r.metrics.push_back({"conv2d_cpu_over_onednn_fwd_bwd", strata_fb / onednn_fb, "x", Better::Lower,
+                       "both layers' forward + backward (issue 34's target: at most 1.05)"});
+  // The NCHW layer: Strata relays out in and out of oneDNN's layouts each call, which the floor does not.
+  const std::unique_ptr<OneDnnConvFloor> floor = OneDnnConvFloor::make(shapes[1]);
+  ConvLayer nchw(kCPU, true);
+  const Paired fb = paired_seconds([&] { nchw.forward_backward(); }, [&] { floor->forward_backward(); }, rounds);
+  r.metrics.push_back({"conv2d_cpu_nchw_over_onednn_fwd_bwd", fb.ratio, "x", Better::Lower,
+                       "the NCHW layer above (reorders in and out each call) over layer 2's floor"});
+}
+
 WorkloadResult conv(const RunOptions& o) {
   WorkloadResult r;
   const int repeats = o.quick ? 5 : 21;
@@ -358,6 +473,7 @@ WorkloadResult conv(const RunOptions& o) {
   LinearLayer lin(kCPU);
   r.metrics.push_back({"linear_cpu_fwd_bwd_ms", cpu_seconds_per_call([&] { lin.forward_backward(); }, repeats) * 1e3,
                        "ms", Better::Lower, "[64,3136] x [128,3136]^T + bias, all gradients"});
+  conv_floor(o, r);
   if (!cuda::is_available()) {
     r.notes.push_back(no_cuda_note());
     return r;
