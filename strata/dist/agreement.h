@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "strata/dist/process_group.h"
@@ -24,5 +25,17 @@ std::string describe_text(const Descriptor& d);
 /// `all` holds every rank's descriptor, rank by rank; throws CollectiveMismatchError naming rank 0's call and the
 /// first rank whose call differs.
 void check_agreement(const int64_t* all, int world_size);
+
+/// A host group that checks the agreement of another group's collectives (a DeviceGroup's on the MPI world) in one
+/// host exchange of the descriptor alone: an all_gather of the host group would cost two, since the host group checks
+/// its own all_gather first (Note [Checking that ranks agree]).
+class AgreementExchange {
+ public:
+  virtual ~AgreementExchange() = default;
+  /// Queues the exchange of `mine` behind this group's collectives issued so far (the order every rank keeps);
+  /// wait() throws CollectiveMismatchError when the ranks' descriptors differ. `where` ("on cuda:0") completes the
+  /// call's name in the messages of a mismatch or a timeout.
+  virtual std::shared_ptr<Work> agree(const Descriptor& mine, const std::string& where) = 0;
+};
 
 }  // namespace strata::dist::detail

@@ -3,12 +3,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -30,40 +30,42 @@ namespace {
 // bootstrap group on the host (MPI, or a world of one), as c10d's ProcessGroupNCCL does:
 // - The bootstrap carries the library's group identifier, once per device (one communicator per device, cached),
 //   and before each collective the agreement check (Note [Checking that ranks agree]): a library such as NCCL
-//   hangs, or mixes data, when ranks disagree. That costs one small host all-gather per collective; DDP issues a
-//   few per step.
-// - One thread of the group issues every library call, in the order the collectives were issued (the order every
-//   rank must use), as the MPI backend's thread does; the caller only queues.
+//   hangs, or mixes data, when ranks disagree. That is one small host exchange per collective, of the descriptor
+//   alone (detail::AgreementExchange: the MPI world's thread runs it as a job of its own, so it is not itself
+//   checked first); DDP issues a few per step.
+// - The caller's thread issues each library call, right after the agreement (Note [A direct path to the device's
+//   library]). Collectives issued from several threads at once are issued one at a time (issue_mutex_), each with
+//   its agreement, so that every rank sees them in one order.
 // - Each collective runs on a communication stream of its device. It starts after an event recorded on the
 //   caller's current stream when the collective was issued, and it records an event when it is done: Work::wait()
 //   makes the caller's current stream wait for that event. No host thread waits for the device: the backward pass
 //   goes on queueing kernels while the gradients travel.
 // - Tensors in flight stay safe from the caching allocator by record-stream (Tensor::record_stream on the
 //   communication stream): freed early, their memory is not handed out again before the communication stream has
-//   passed the collective. The queued job also holds the tensors until the library call is queued, so that the
-//   record-stream event, taken when the memory is freed, comes after the collective on that stream.
-// - A watchdog (the same thread, between jobs) polls the events of collectives in flight. One that is not done within
-//   the group's timeout, or an error the library reports, aborts the communicator so that the streams drain; the
-//   error is then thrown by wait() and by every later collective of the group, naming the op, the rank and the sizes.
+//   passed the collective.
+// - A watchdog thread polls the collectives in flight every 100 ms, as ProcessGroupNCCL's does: the event of each
+//   (done, or not yet), and the library's asynchronous error (ncclCommGetAsyncError). A collective not done within
+//   the group's timeout, or an error the library reports, aborts every communicator of the group so that the
+//   streams drain; the error is then thrown by wait() and by every later collective of the group, naming the op,
+//   the rank and the sizes. A collective counts as in flight from before its library call: a call that blocks on the
+//   host (NCCL connects to its peers lazily, in the first collective, and waits for them there) is timed too, and
+//   the abort ends it.
+//
+// Note [A direct path to the device's library]
+// A collective on a device tensor used to be queued for a thread of the group, which checked the agreement through
+// an all_gather of the bootstrap group (queued in turn for the MPI thread, which first checked the agreement of that
+// all_gather: two host exchanges on two threads) and then issued the library call. Queueing an NCCL call costs a few
+// microseconds and does not wait for the data; a thread to issue it only added two hand-offs. So the caller issues it,
+// and the agreement is one exchange of its descriptor (the MPI thread still runs it: Note [One thread owns MPI]). The
+// caller waits for that exchange: the library call must not be issued before the ranks are known to agree. What
+// remains on a thread of the group is the watchdog, which never issues a collective.
 class DeviceWork final : public Work {
  public:
-  DeviceWork(Device device, std::string what, std::chrono::milliseconds timeout)
-      : device_(device), what_(std::move(what)), timeout_(timeout), done_(device) {}
+  DeviceWork(Device device, std::string what) : device_(device), what_(std::move(what)), done_(device) {}
 
   void wait() override {
-    {
-      std::unique_lock lock(mutex_);
-      if (!queued_cv_.wait_for(lock, timeout_, [this] { return queued_; })) {
-        STRATA_THROW(CollectiveTimeoutError,
-                     "{} was not started within {} s: another rank may have died, or issued other collectives in "
-                     "another order (STRATA_DIST_TIMEOUT sets the timeout in seconds)",
-                     what_, std::chrono::duration<double>(timeout_).count());
-      }
-      if (error_) std::rethrow_exception(error_);
-    }
+    rethrow_if_failed();
     current_stream(device_).wait(done_);
-    std::lock_guard lock(mutex_);
-    if (error_) std::rethrow_exception(error_);
   }
 
   bool is_completed() override {
@@ -74,29 +76,32 @@ class DeviceWork final : public Work {
   const std::string& what() const { return what_; }
   Event& done() { return done_; }
 
-  /// The collective is on the communication stream, followed by done(); or it failed before (error).
-  void set_queued(std::exception_ptr error) {
-    {
-      std::lock_guard lock(mutex_);
-      queued_ = true;
-      if (error && !error_) error_ = std::move(error);
-    }
-    queued_cv_.notify_all();
+  /// The collective is on the communication stream, followed by done().
+  void set_queued() {
+    std::lock_guard lock(mutex_);
+    queued_ = true;
+  }
+  bool queued() {
+    std::lock_guard lock(mutex_);
+    return queued_;
   }
 
-  /// Failed while running on the device (the watchdog).
+  /// Failed while running on the device, or while its call was issued (the watchdog).
   void fail(std::exception_ptr error) {
     std::lock_guard lock(mutex_);
     if (!error_) error_ = std::move(error);
   }
 
+  void rethrow_if_failed() {
+    std::lock_guard lock(mutex_);
+    if (error_) std::rethrow_exception(error_);
+  }
+
  private:
   Device device_;
   std::string what_;
-  std::chrono::milliseconds timeout_;
   Event done_;
   std::mutex mutex_;
-  std::condition_variable queued_cv_;
   bool queued_ = false;
   std::exception_ptr error_;
 };
@@ -107,23 +112,30 @@ struct Channel {
   Stream stream;
 };
 
+// The bootstrap's one-exchange agreement (the world's: its host group's), or nullptr.
+detail::AgreementExchange* agreement_exchange(ProcessGroup& bootstrap);
+
 class DeviceGroup final : public ProcessGroup {
  public:
   DeviceGroup(ProcessGroup& bootstrap, DeviceType type, std::shared_ptr<CollectiveLibrary> library,
               const ProcessGroupOptions& options)
-      : bootstrap_(bootstrap), type_(type), library_(std::move(library)), options_(options) {
-    thread_ = std::thread([this] { run(); });
+      : bootstrap_(bootstrap),
+        exchange_(agreement_exchange(bootstrap)),
+        type_(type),
+        library_(std::move(library)),
+        options_(options) {
+    watchdog_ = std::thread([this] { watchdog(); });
   }
 
   // Note [The MPI world ends at exit] holds here too: the world's groups are never destroyed. A group made by hand
-  // stops its thread; a collective still in flight on the device is the caller's to wait for.
+  // stops its watchdog; a collective still in flight on the device is the caller's to wait for.
   ~DeviceGroup() override {
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
     wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    if (watchdog_.joinable()) watchdog_.join();
   }
 
   int rank() const override { return bootstrap_.rank(); }
@@ -133,30 +145,29 @@ class DeviceGroup final : public ProcessGroup {
   std::shared_ptr<Work> all_reduce(Tensor& tensor, ReduceOp op) override {
     check_tensor("all_reduce", tensor);
     detail::check_reducible("all_reduce", tensor, op);
-    return enqueue(detail::Kind::AllReduce, tensor, op, 0, {tensor},
-                   [tensor, op](DeviceCommunicator& c, NativeStream s) {
-                     c.all_reduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), tensor.dtype(), op, s);
-                   });
+    return issue(detail::Kind::AllReduce, tensor, op, 0, {tensor}, [&](DeviceCommunicator& c, NativeStream s) {
+      c.all_reduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), tensor.dtype(), op, s);
+    });
   }
 
   std::shared_ptr<Work> broadcast(Tensor& tensor, int root) override {
     check_tensor("broadcast", tensor);
     STRATA_CHECK(root >= 0 && root < size(), InvalidArgumentError, "broadcast: root {} is not a rank of a world of {}",
                  root, size());
-    return enqueue(detail::Kind::Broadcast, tensor, ReduceOp::Sum, root, {tensor},
-                   [tensor, root](DeviceCommunicator& c, NativeStream s) {
-                     c.broadcast(tensor.data_ptr(), tensor.numel(), tensor.dtype(), root, s);
-                   });
+    return issue(detail::Kind::Broadcast, tensor, ReduceOp::Sum, root, {tensor},
+                 [&](DeviceCommunicator& c, NativeStream s) {
+                   c.broadcast(tensor.data_ptr(), tensor.numel(), tensor.dtype(), root, s);
+                 });
   }
 
   std::shared_ptr<Work> all_gather(Tensor& output, const Tensor& input) override {
     detail::check_gathered("all_gather", output, input, size());
     check_tensor("all_gather", input);
     check_tensor("all_gather", output);
-    return enqueue(detail::Kind::AllGather, input, ReduceOp::Sum, 0, {input, output},
-                   [input, output](DeviceCommunicator& c, NativeStream s) {
-                     c.all_gather(input.data_ptr(), output.data_ptr(), input.numel(), input.dtype(), s);
-                   });
+    return issue(detail::Kind::AllGather, input, ReduceOp::Sum, 0, {input, output},
+                 [&](DeviceCommunicator& c, NativeStream s) {
+                   c.all_gather(input.data_ptr(), output.data_ptr(), input.numel(), input.dtype(), s);
+                 });
   }
 
   std::shared_ptr<Work> reduce_scatter(Tensor& output, const Tensor& input, ReduceOp op) override {
@@ -164,10 +175,10 @@ class DeviceGroup final : public ProcessGroup {
     check_tensor("reduce_scatter", input);
     check_tensor("reduce_scatter", output);
     detail::check_reducible("reduce_scatter", output, op);
-    return enqueue(detail::Kind::ReduceScatter, output, op, 0, {input, output},
-                   [input, output, op](DeviceCommunicator& c, NativeStream s) {
-                     c.reduce_scatter(input.data_ptr(), output.data_ptr(), output.numel(), output.dtype(), op, s);
-                   });
+    return issue(detail::Kind::ReduceScatter, output, op, 0, {input, output},
+                 [&](DeviceCommunicator& c, NativeStream s) {
+                   c.reduce_scatter(input.data_ptr(), output.data_ptr(), output.numel(), output.dtype(), op, s);
+                 });
   }
 
   // Nothing of the device to order: the host group's barrier.
@@ -176,19 +187,9 @@ class DeviceGroup final : public ProcessGroup {
  private:
   using Call = std::function<void(DeviceCommunicator&, NativeStream)>;
 
-  struct Job {
-    detail::Descriptor descriptor;
-    Device device;
-    std::vector<Tensor> tensors;  // held until the call is queued (Note [Collectives on devices])
-    Call call;
-    std::shared_ptr<Event> ready;  // on the caller's stream when the collective was issued
-    std::shared_ptr<DeviceWork> work;
-  };
-
   struct InFlight {
     std::shared_ptr<DeviceWork> work;
-    int index;
-    std::chrono::steady_clock::time_point since;
+    std::chrono::steady_clock::time_point since;  // before its library call (Note [Collectives on devices])
   };
 
   void check_tensor(const char* op, const Tensor& t) const {
@@ -201,21 +202,35 @@ class DeviceGroup final : public ProcessGroup {
                  t.dtype());
   }
 
-  std::shared_ptr<Work> enqueue(detail::Kind kind, const Tensor& described, ReduceOp op, int root,
-                                std::vector<Tensor> tensors, Call call) {
-    throw_if_broken(detail::kind_name(kind));
+  // On the caller's thread (Note [A direct path to the device's library]): the agreement, the device's channel,
+  // then the library call on the communication stream, behind the caller's stream.
+  std::shared_ptr<Work> issue(detail::Kind kind, const Tensor& described, ReduceOp op, int root,
+                              const std::vector<Tensor>& tensors, const Call& call) {
+    const char* name = detail::kind_name(kind);
+    throw_if_broken(name);
     const Device device = described.device();
     const detail::Descriptor descriptor = detail::describe(kind, described, op, root);
     auto work = std::make_shared<DeviceWork>(
-        device, fmt::format("{} on {}, rank {} of {}", detail::describe_text(descriptor), device, rank(), size()),
-        options_.timeout);
-    auto ready = std::make_shared<Event>(device);
-    ready->record();
-    {
-      std::lock_guard lock(mutex_);
-      jobs_.push_back({descriptor, device, std::move(tensors), std::move(call), std::move(ready), work});
+        device, fmt::format("{} on {}, rank {} of {}", detail::describe_text(descriptor), device, rank(), size()));
+    Event ready(device);
+    ready.record();  // on the caller's current stream
+    std::lock_guard issuing(issue_mutex_);
+    check_agreement(descriptor, device);
+    Channel& c = channel(device);
+    throw_if_broken(name);
+    watch_over(work);
+    try {
+      c.stream.wait(ready);
+      for (const Tensor& t : tensors) t.record_stream(c.stream);
+      call(*c.communicator, c.stream.native());
+      work->done().record(c.stream);
+    } catch (...) {
+      // An abort by the watchdog ends a call that hung: its reason is the error to give, not the abort's.
+      work->fail(std::current_exception());
+      forget(work);
+      work->rethrow_if_failed();
     }
-    wake_.notify_one();
+    work->set_queued();
     return work;
   }
 
@@ -230,9 +245,13 @@ class DeviceGroup final : public ProcessGroup {
     }
   }
 
-  // Note [Checking that ranks agree], through the bootstrap group.
-  void check_agreement(const detail::Descriptor& mine) {
+  // Note [Checking that ranks agree], through the bootstrap group, in one host exchange where it offers one.
+  void check_agreement(const detail::Descriptor& mine, Device device) {
     if (size() == 1) return;
+    if (exchange_ != nullptr) {
+      exchange_->agree(mine, fmt::format("on {}", device))->wait();
+      return;
+    }
     const auto n = static_cast<int64_t>(mine.size());
     Tensor in = empty({n}, DType::I64);
     std::copy(mine.begin(), mine.end(), in.data<int64_t>());
@@ -241,10 +260,14 @@ class DeviceGroup final : public ProcessGroup {
     detail::check_agreement(all.data<int64_t>(), size());
   }
 
-  // The device's channel; made on its first collective, which every rank reaches at the same point.
+  // The device's channel; made on its first collective, which every rank reaches at the same point. Under
+  // issue_mutex_; mutex_ only guards the map, which the watchdog reads.
   Channel& channel(Device device) {
-    const auto it = channels_.find(device.index());
-    if (it != channels_.end()) return it->second;
+    {
+      std::lock_guard lock(mutex_);
+      const auto it = channels_.find(device.index());
+      if (it != channels_.end()) return it->second;
+    }
     std::vector<uint8_t> id;
     if (rank() == 0) id = library_->new_group_id();
     Tensor length = full({1}, static_cast<int64_t>(id.size()), DType::I64);
@@ -254,20 +277,27 @@ class DeviceGroup final : public ProcessGroup {
     bootstrap_.broadcast(bytes, 0)->wait();
     id.assign(bytes.data<uint8_t>(), bytes.data<uint8_t>() + bytes.numel());
     Channel made{library_->connect(id, rank(), size(), device.index()), Stream::create(device)};
+    std::lock_guard lock(mutex_);
     return channels_.emplace(device.index(), std::move(made)).first->second;
   }
 
-  void start(Job& job) {
-    check_agreement(job.descriptor);
-    Channel& c = channel(job.device);
-    c.stream.wait(*job.ready);
-    for (const Tensor& t : job.tensors) t.record_stream(c.stream);
-    job.call(*c.communicator, c.stream.native());
-    job.work->done().record(c.stream);
-    in_flight_.push_back({job.work, job.device.index(), std::chrono::steady_clock::now()});
+  void watch_over(const std::shared_ptr<DeviceWork>& work) {
+    bool was_idle = false;
+    {
+      std::lock_guard lock(mutex_);
+      was_idle = in_flight_.empty();
+      in_flight_.push_back({work, std::chrono::steady_clock::now()});
+    }
+    if (was_idle) wake_.notify_one();  // otherwise it polls anyway; a wake-up per collective costs the caller
   }
 
-  // The watchdog's round over the collectives in flight (Note [Collectives on devices]).
+  void forget(const std::shared_ptr<DeviceWork>& work) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(in_flight_, [&](const InFlight& f) { return f.work == work; });
+  }
+
+  // The watchdog's round over the collectives in flight (Note [Collectives on devices]), under mutex_. Never a
+  // library call that can block: the asynchronous error, the events, and an abort.
   void watch() {
     for (auto& [index, c] : channels_) {
       std::string error = c.communicator->async_error();
@@ -278,7 +308,7 @@ class DeviceGroup final : public ProcessGroup {
       }
     }
     const auto now = std::chrono::steady_clock::now();
-    std::erase_if(in_flight_, [](const InFlight& f) { return f.work->is_completed(); });
+    std::erase_if(in_flight_, [](const InFlight& f) { return f.work->queued() && f.work->is_completed(); });
     for (const InFlight& f : in_flight_) {
       if (now - f.since > options_.timeout) {
         fail_all(
@@ -288,66 +318,42 @@ class DeviceGroup final : public ProcessGroup {
     }
   }
 
-  // Aborts every communicator, so that what is queued on the streams drains, and fails the group.
+  // Marks the group broken and fails the collectives in flight, then aborts every communicator, so that what is
+  // queued on the streams drains and a call blocked on the host returns (its caller then throws the work's error).
   void fail_all(std::exception_ptr error) {
-    for (auto& [index, c] : channels_) c.communicator->abort();
-    for (InFlight& f : in_flight_) f.work->fail(error);
-    in_flight_.clear();
-    std::lock_guard lock(mutex_);
     if (!broken_) broken_ = error;
+    for (InFlight& f : in_flight_) f.work->fail(error);  // first: a call the abort ends must find its reason here
+    for (auto& [index, c] : channels_) c.communicator->abort();
+    in_flight_.clear();
   }
 
-  void run() {
+  void watchdog() {
     constexpr auto kWatchEvery = std::chrono::milliseconds(100);
+    std::unique_lock lock(mutex_);
     while (true) {
-      std::optional<Job> job;
-      {
-        std::unique_lock lock(mutex_);
-        const auto has_job = [this] { return stopping_ || !jobs_.empty(); };
-        if (in_flight_.empty()) {
-          wake_.wait(lock, has_job);
-        } else {
-          wake_.wait_for(lock, kWatchEvery, has_job);
-        }
-        if (!jobs_.empty()) {
-          job.emplace(std::move(jobs_.front()));
-          jobs_.pop_front();
-        } else if (stopping_) {
-          break;
-        }
+      if (in_flight_.empty()) {
+        wake_.wait(lock, [this] { return stopping_ || !in_flight_.empty(); });
+      } else {
+        wake_.wait_for(lock, kWatchEvery, [this] { return stopping_; });
       }
-      if (job) {
-        std::exception_ptr error;
-        {
-          std::lock_guard lock(mutex_);
-          error = broken_;
-        }
-        if (!error) {
-          try {
-            start(*job);
-          } catch (...) {
-            error = std::current_exception();
-          }
-        }
-        job->tensors.clear();
-        job->work->set_queued(error);
-      }
+      if (stopping_) break;
       watch();
     }
   }
 
   ProcessGroup& bootstrap_;
+  detail::AgreementExchange* exchange_;  // the bootstrap's one-exchange agreement, when it has one
   DeviceType type_;
   std::shared_ptr<CollectiveLibrary> library_;
   ProcessGroupOptions options_;
-  std::map<int, Channel> channels_;  // by device index; the group's thread alone uses it
-  std::vector<InFlight> in_flight_;  // the group's thread alone
-  std::mutex mutex_;                 // guards jobs_, stopping_ and broken_
+  std::mutex issue_mutex_;  // one collective issued at a time, agreement and library call together
+  std::mutex mutex_;        // guards channels_ (the map), in_flight_, stopping_ and broken_
   std::condition_variable wake_;
-  std::deque<Job> jobs_;
+  std::map<int, Channel> channels_;  // by device index
+  std::vector<InFlight> in_flight_;
   bool stopping_ = false;
   std::exception_ptr broken_;
-  std::thread thread_;
+  std::thread watchdog_;
 };
 
 // STRATA_DIST_STAGE_DEVICE_TENSORS=1: device tensors go through the host group, staged in host memory.
@@ -393,6 +399,8 @@ class WorldGroup final : public ProcessGroup {
   }
   std::shared_ptr<Work> barrier() override { return host_->barrier(); }
 
+  ProcessGroup& host() { return *host_; }
+
  private:
   ProcessGroup& group_for(const Tensor& t) {
     if (!t.defined() || t.device().is_cpu() || stage_device_tensors_) return *host_;
@@ -420,6 +428,11 @@ class WorldGroup final : public ProcessGroup {
   mutable std::mutex mutex_;   // guards device_groups_
   std::map<DeviceType, std::shared_ptr<ProcessGroup>> device_groups_;
 };
+
+detail::AgreementExchange* agreement_exchange(ProcessGroup& bootstrap) {
+  if (auto* world = dynamic_cast<WorldGroup*>(&bootstrap)) return agreement_exchange(world->host());
+  return dynamic_cast<detail::AgreementExchange*>(&bootstrap);
+}
 
 }  // namespace
 

@@ -51,10 +51,10 @@ namespace {
 // timeout's message can name is the ranks this one was waiting for: in a world of two, exactly the lost one
 // (tests/dist/two_hosts_test.sh kills a rank mid-epoch and checks it); in a larger world, the others.
 
-using detail::Descriptor;
-using detail::Kind;
 using detail::describe;
 using detail::describe_text;
+using detail::Descriptor;
+using detail::Kind;
 using detail::kind_name;
 
 // Note [Naming the lost rank]: the end of the timeout's message on `rank` of `size`.
@@ -217,7 +217,7 @@ void write_back(Staged& s) {
   if (s.copied) s.original.copy_(s.host.to(s.original.dtype()).to(s.original.device()));
 }
 
-class MpiGroup final : public ProcessGroup {
+class MpiGroup final : public ProcessGroup, public detail::AgreementExchange {
  public:
   explicit MpiGroup(const ProcessGroupOptions& options) : options_(options) {
     Started started;
@@ -306,6 +306,14 @@ class MpiGroup final : public ProcessGroup {
                    [this] { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", rank_); });
   }
 
+  // A job that is the agreement check alone: the thread's one exchange, with nothing after it.
+  std::shared_ptr<Work> agree(const Descriptor& mine, const std::string& where) override {
+    check_usable(kind_name(static_cast<Kind>(mine[0])));
+    return enqueue_job(
+        mine, fmt::format("the ranks' agreement on {} {}, rank {} of {}", describe_text(mine), where, rank_, size_),
+        nullptr, [] {});
+  }
+
  private:
   struct Job {
     Descriptor descriptor;
@@ -313,14 +321,22 @@ class MpiGroup final : public ProcessGroup {
     std::shared_ptr<MpiWork> work;
   };
 
+  void check_usable(const char* op) const {
+    STRATA_CHECK(!broken_->load(), DistributedError,
+                 "{}: the process group is unusable after an earlier collective timed out on rank {}", op, rank_);
+  }
+
   std::shared_ptr<Work> enqueue(Kind kind, const Tensor& described, ReduceOp op, int root,
                                 std::shared_ptr<Staged> result, std::function<void()> run) {
-    STRATA_CHECK(!broken_->load(), DistributedError,
-                 "{}: the process group is unusable after an earlier collective timed out on rank {}", kind_name(kind),
-                 rank_);
+    check_usable(kind_name(kind));
     const Descriptor descriptor = describe(kind, described, op, root);
-    auto work = std::make_shared<MpiWork>(fmt::format("{} on rank {} of {}", describe_text(descriptor), rank_, size_),
-                                          waited_for(rank_, size_), options_.timeout, broken_);
+    return enqueue_job(descriptor, fmt::format("{} on rank {} of {}", describe_text(descriptor), rank_, size_),
+                       std::move(result), std::move(run));
+  }
+
+  std::shared_ptr<Work> enqueue_job(const Descriptor& descriptor, std::string what, std::shared_ptr<Staged> result,
+                                    std::function<void()> run) {
+    auto work = std::make_shared<MpiWork>(std::move(what), waited_for(rank_, size_), options_.timeout, broken_);
     if (result && result->copied) work->set_after([result] { write_back(*result); });
     {
       std::lock_guard lock(mutex_);

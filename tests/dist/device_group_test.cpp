@@ -6,20 +6,21 @@
 #include <chrono>
 #include <thread>
 
+#include "dist/fake_collectives.h"
 #include "strata/core/error.h"
+#include "strata/dist/agreement.h"
 #include "strata/dist/device_collectives.h"
 #include "strata/runtime/stream.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
-#include "dist/fake_collectives.h"
 #include "test_devices.h"
 
 namespace strata {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FakeLibrary;
 using testing::FakeLog;
+using ::testing::HasSubstr;
 
 // Installs a fake library for CPU tensors for the test's duration (the world never sends CPU tensors to it).
 class FakeDeviceGroup : public ::testing::Test {
@@ -54,8 +55,7 @@ TEST_F(FakeDeviceGroup, RunsEachCollectiveThroughTheLibraryInOrder) {
   EXPECT_TRUE(last->is_completed());
   EXPECT_EQ(scattered.to_vector<float>(), (std::vector<float>{1, 2, 3}));
   std::lock_guard lock(log_->mutex);
-  EXPECT_EQ(log_->calls,
-            (std::vector<std::string>{"all_reduce max", "broadcast 0", "all_gather", "reduce_scatter"}));
+  EXPECT_EQ(log_->calls, (std::vector<std::string>{"all_reduce max", "broadcast 0", "all_gather", "reduce_scatter"}));
   // One group id and one communicator for the device, made on its first collective and kept.
   EXPECT_EQ(log_->ids, 1);
   EXPECT_EQ(log_->connects, 1);
@@ -112,6 +112,129 @@ TEST_F(FakeDeviceGroup, AnErrorTheLibraryReportsLaterFailsTheGroupAndAbortsIt) {
   EXPECT_THAT(message, HasSubstr("fake failed on cpu, rank 0 of 1: the peer's connection closed"));
   std::lock_guard lock(log_->mutex);
   EXPECT_TRUE(log_->aborted);
+}
+
+// A host group of two ranks in one process, for a device group to be built on: rank 0's side of each exchange, the
+// other rank's made up. It counts the host exchanges a device collective costs and can make the other rank disagree.
+class FakeBootstrap final : public dist::ProcessGroup, public dist::detail::AgreementExchange {
+ public:
+  int agreements = 0;
+  int other_exchanges = 0;
+  std::vector<std::thread::id> agreement_threads;
+  bool other_rank_differs = false;  // rank 1's tensor has one more row
+
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string backend_name() const override { return "fake-host"; }
+  std::shared_ptr<dist::Work> all_reduce(Tensor&, dist::ReduceOp) override { return other(); }
+  std::shared_ptr<dist::Work> broadcast(Tensor&, int) override { return other(); }  // from rank 0: nothing moves
+  std::shared_ptr<dist::Work> all_gather(Tensor&, const Tensor&) override { return other(); }
+  std::shared_ptr<dist::Work> reduce_scatter(Tensor&, const Tensor&, dist::ReduceOp) override { return other(); }
+  std::shared_ptr<dist::Work> barrier() override { return other(); }
+
+  std::shared_ptr<dist::Work> agree(const dist::detail::Descriptor& mine, const std::string&) override {
+    ++agreements;
+    agreement_threads.push_back(std::this_thread::get_id());
+    dist::detail::Descriptor theirs = mine;
+    if (other_rank_differs) ++theirs[5];
+    std::vector<int64_t> all(mine.begin(), mine.end());
+    all.insert(all.end(), theirs.begin(), theirs.end());
+    std::exception_ptr error;
+    try {
+      dist::detail::check_agreement(all.data(), 2);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    return std::make_shared<Done>(error);
+  }
+
+ private:
+  struct Done final : dist::Work {
+    explicit Done(std::exception_ptr e) : error(std::move(e)) {}
+    void wait() override {
+      if (error) std::rethrow_exception(error);
+    }
+    bool is_completed() override { return true; }
+    std::exception_ptr error;
+  };
+  std::shared_ptr<dist::Work> other() {
+    ++other_exchanges;
+    return std::make_shared<Done>(nullptr);
+  }
+};
+
+// Note [A direct path to the device's library]: the library is called on the caller's thread, after one host exchange
+// per collective (the descriptor's), and the group id's two broadcasts once.
+TEST_F(FakeDeviceGroup, IssuesOnTheCallersThreadAfterOneHostExchangeEach) {
+  FakeBootstrap host;
+  std::string why;
+  auto group = dist::make_device_group(host, DeviceType::CPU, {}, &why);
+  ASSERT_NE(group, nullptr) << why;
+  EXPECT_EQ(group->size(), 2);
+  Tensor t = ones({4});
+  Tensor gathered = zeros({2, 4});
+  for (int i = 0; i < 3; ++i) group->all_reduce(t)->wait();
+  group->broadcast(t, 1)->wait();
+  auto last = group->all_gather(gathered, t);
+  last->wait();
+  EXPECT_TRUE(last->is_completed());
+  EXPECT_EQ(host.agreements, 5);
+  EXPECT_EQ(host.other_exchanges, 2);  // the group id: its length and its bytes, on the first collective only
+  const auto me = std::this_thread::get_id();
+  EXPECT_THAT(host.agreement_threads, ::testing::Each(me));
+  std::lock_guard lock(log_->mutex);
+  EXPECT_EQ(log_->calls.size(), 5U);
+  EXPECT_THAT(log_->threads, ::testing::Each(me));
+}
+
+TEST_F(FakeDeviceGroup, RanksThatDisagreeGetAnErrorAndTheLibraryIsNeverCalled) {
+  FakeBootstrap host;
+  std::string why;
+  auto group = dist::make_device_group(host, DeviceType::CPU, {}, &why);
+  ASSERT_NE(group, nullptr) << why;
+  host.other_rank_differs = true;
+  Tensor t = ones({4});
+  EXPECT_THAT([&] { group->all_reduce(t); }, ::testing::ThrowsMessage<CollectiveMismatchError>(::testing::AllOf(
+                                                 HasSubstr("rank 0 called all_reduce of [4] f32 (sum)"),
+                                                 HasSubstr("rank 1 called all_reduce of [5] f32 (sum)"))));
+  {
+    std::lock_guard lock(log_->mutex);
+    EXPECT_TRUE(log_->calls.empty());
+  }
+  host.other_rank_differs = false;  // a disagreement is the caller's error, not the group's: it goes on
+  group->all_reduce(t)->wait();
+  EXPECT_EQ(host.agreements, 2);
+}
+
+// A library call that blocks on the host (a peer that never connects) is timed from before the call: the watchdog
+// aborts the communicator within the timeout and one poll, the call returns, and the caller gets the timeout.
+TEST_F(FakeDeviceGroup, TheWatchdogAbortsACallThatHangsAndTheGroupRefusesMore) {
+  dist::ProcessGroupOptions options;
+  options.timeout = std::chrono::milliseconds(300);
+  std::string why;
+  auto group = dist::make_device_group(*host_, DeviceType::CPU, options, &why);
+  ASSERT_NE(group, nullptr) << why;
+  Tensor t = ones({4});
+  group->all_reduce(t)->wait();
+  {
+    std::lock_guard lock(log_->mutex);
+    log_->hang = true;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT([&] { group->all_reduce(t); },
+              ::testing::ThrowsMessage<CollectiveTimeoutError>(
+                  HasSubstr("all_reduce of [4] f32 (sum) on cpu, rank 0 of 1 did not finish within 0.3 s")));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, std::chrono::milliseconds(300));
+  EXPECT_LT(took, std::chrono::seconds(5));
+  {
+    std::lock_guard lock(log_->mutex);
+    EXPECT_TRUE(log_->aborted);
+    log_->hang = false;
+  }
+  EXPECT_THAT([&] { group->broadcast(t, 0); },
+              ::testing::ThrowsMessage<DistributedError>(
+                  HasSubstr("broadcast: the fake group is unusable after an earlier failure: all_reduce of [4]")));
 }
 
 TEST(DeviceGroup, SaysWhyItCannotBeMade) {

@@ -3,12 +3,15 @@
 // A collective library for CPU tensors that only logs what it is asked (strata/dist/device_collectives.h): the
 // device groups' plumbing (group id, agreement, order, errors) tested without a device.
 
+#include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "strata/core/error.h"
 #include "strata/dist/device_collectives.h"
 
 namespace strata::testing {
@@ -19,18 +22,22 @@ struct FakeLog {
   int ids = 0;
   int connects = 0;
   std::vector<std::string> calls;
-  std::vector<uint8_t> id;  // as connect() received it
+  std::vector<std::thread::id> threads;  // the thread of each call
+  std::vector<uint8_t> id;               // as connect() received it
   int rank = -1, size = -1, index = -1;
   std::string async_error;
   bool aborted = false;
+  // A call blocks until abort(), then throws, as a library call that waits on the host for a peer that never comes
+  // (NCCL's first collective connects to the peers) and that an abort ends.
+  bool hang = false;
+  std::condition_variable aborted_changed;
 };
 
 // On the CPU, every call moves the bytes a world of one would, and is logged; nothing crosses processes.
 class FakeCommunicator final : public dist::DeviceCommunicator {
  public:
   explicit FakeCommunicator(std::shared_ptr<FakeLog> log) : log_(std::move(log)) {}
-  void all_reduce(const void* send, void* recv, int64_t count, DType dtype, dist::ReduceOp op,
-                  NativeStream) override {
+  void all_reduce(const void* send, void* recv, int64_t count, DType dtype, dist::ReduceOp op, NativeStream) override {
     move(send, recv, count, dtype, fmt::format("all_reduce {}", dist::reduce_op_name(op)));
   }
   void broadcast(void* data, int64_t count, DType dtype, int root, NativeStream) override {
@@ -47,15 +54,23 @@ class FakeCommunicator final : public dist::DeviceCommunicator {
     return log_->async_error;
   }
   void abort() noexcept override {
-    std::lock_guard lock(log_->mutex);
-    log_->aborted = true;
+    {
+      std::lock_guard lock(log_->mutex);
+      log_->aborted = true;
+    }
+    log_->aborted_changed.notify_all();
   }
 
  private:
   void move(const void* send, void* recv, int64_t count, DType dtype, std::string what) {
+    std::unique_lock lock(log_->mutex);
+    log_->calls.push_back(what);
+    log_->threads.push_back(std::this_thread::get_id());
+    if (log_->hang) {
+      log_->aborted_changed.wait(lock, [this] { return log_->aborted; });
+      STRATA_THROW(DistributedError, "fake {}: the communicator was aborted", what);
+    }
     if (send != recv) std::memcpy(recv, send, static_cast<std::size_t>(count) * dtype_size(dtype));
-    std::lock_guard lock(log_->mutex);
-    log_->calls.push_back(std::move(what));
   }
   std::shared_ptr<FakeLog> log_;
 };

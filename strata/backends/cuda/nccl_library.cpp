@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "strata/backends/cuda/cuda_check.h"
@@ -158,8 +159,7 @@ class NcclCommunicator final : public DeviceCommunicator {
   }
 
   void abort() noexcept override {
-    if (aborted_) return;
-    aborted_ = true;
+    if (aborted_.exchange(true)) return;
     (void)api_.comm_abort(comm_);
   }
 
@@ -182,7 +182,9 @@ class NcclCommunicator final : public DeviceCommunicator {
   ncclComm_t comm_;
   int rank_;
   int index_;
-  bool aborted_ = false;
+  // The group's watchdog aborts from its own thread, while the caller's thread may be inside a call (Note [A direct
+  // path to the device's library] in dist/device_group.cpp): NCCL's abort is the one call meant for that.
+  std::atomic<bool> aborted_ = false;
 };
 
 class Nccl final : public CollectiveLibrary {
