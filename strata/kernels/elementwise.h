@@ -140,6 +140,32 @@ bool all_contiguous(const TensorView* const (&views)[N]) {
 
 namespace detail {
 
+template <typename Out, typename In, typename F>
+struct UnaryContiguous {
+  Out* out;
+  const In* in;
+  F f;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const { out[i] = f(in[i]); }
+};
+
+template <typename Out, typename In, typename F>
+struct UnaryStrided {
+  Out* out;
+  const In* in;
+  OffsetCalculator<2> calc;
+  F f;
+  STRATA_HOST_DEVICE void operator()(int64_t i) const {
+    int64_t o[2];
+    calc.offsets(i, o);
+    out[o[0]] = f(in[o[1]]);
+  }
+};
+
+template <typename Out, typename In>
+struct ConvertOp {
+  STRATA_HOST_DEVICE Out operator()(In x) const { return convert<Out>(x); }
+};
+
 template <typename T>
 struct FillContiguous {
   T* out;
@@ -160,6 +186,24 @@ struct FillStrided {
 };
 
 }  // namespace detail
+
+/// out[i] = f(in[i]) over out's shape.
+template <typename Out, typename In, typename F>
+void unary(const LaunchSite& site, const TensorView& out, const TensorView& in, F f) {
+  const TensorView* views[2] = {&out, &in};
+  if (all_contiguous(views)) {
+    forall(site, out.numel(), detail::UnaryContiguous<Out, In, F>{out.ptr<Out>(), in.ptr<In>(), f});
+  } else {
+    forall(site, out.numel(),
+           detail::UnaryStrided<Out, In, F>{out.ptr<Out>(), in.ptr<In>(), make_offset_calculator(views), f});
+  }
+}
+
+/// Strided copy with conversion, out and in of one shape.
+template <typename Out, typename In>
+void copy(const LaunchSite& site, const TensorView& out, const TensorView& in) {
+  unary<Out, In>(site, out, in, detail::ConvertOp<Out, In>{});
+}
 
 template <typename T>
 void fill(const LaunchSite& site, const TensorView& out, T value) {
