@@ -1,19 +1,20 @@
 """nanoGPT's shakespeare_char training in PyTorch eager, on the batches and schedule strata-train --task shakespeare
-uses, for bench/shakespeare/run: the model is nanoGPT's model.py (the parts a char model uses, same names and
-initialisation), the loop its train.py (AdamW with a decayed and an undecayed group, fused=False as on a CPU,
-warm-up then cosine, gradient clipping at 1.0). The batches are strata-train's (Note [Batches are a function of the
+uses, for bench/shakespeare/run: the model is nanoGPT's model.py itself (python/tests/nanogpt/model_torch.py), the
+loop its train.py (configure_optimizers' AdamW, fused on a GPU only, warm-up then cosine, gradient clipping at 1.0). The batches are strata-train's (Note [Batches are a function of the
 step] in tools/train/shakespeare.cpp): a hash of (seed, stream, index, row), so both frameworks train on the same
 characters in the same order. Prints one JSON document as strata-train --json does.
 """
 import argparse
+import contextlib
+import importlib.util
 import json
 import math
+import pathlib
 import resource
+import sys
 import time
 
 import torch
-import torch.nn as nn
-from torch.nn import functional as F
 
 MASK64 = (1 << 64) - 1
 
@@ -29,95 +30,14 @@ def batch_offset(seed, stream, index, row, split_size, block):  # GptTrainer::ba
     return mix_seed((seed + stream * 0x9E3779B97F4A7C15) & MASK64, index, row) % (split_size - block)
 
 
-class LayerNorm(nn.Module):
-    def __init__(self, ndim, bias):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(ndim))
-        self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
-
-    def forward(self, x):
-        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
-
-
-class CausalSelfAttention(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.c_attn = nn.Linear(c["n_embd"], 3 * c["n_embd"], bias=c["bias"])
-        self.c_proj = nn.Linear(c["n_embd"], c["n_embd"], bias=c["bias"])
-        self.n_head, self.n_embd, self.dropout = c["n_head"], c["n_embd"], c["dropout"]
-        self.resid_dropout = nn.Dropout(c["dropout"])
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None,
-                                           dropout_p=self.dropout if self.training else 0, is_causal=True)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_dropout(self.c_proj(y))
-
-
-class MLP(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.c_fc = nn.Linear(c["n_embd"], 4 * c["n_embd"], bias=c["bias"])
-        self.gelu = nn.GELU()
-        self.c_proj = nn.Linear(4 * c["n_embd"], c["n_embd"], bias=c["bias"])
-        self.dropout = nn.Dropout(c["dropout"])
-
-    def forward(self, x):
-        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
-
-
-class Block(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.ln_1 = LayerNorm(c["n_embd"], c["bias"])
-        self.attn = CausalSelfAttention(c)
-        self.ln_2 = LayerNorm(c["n_embd"], c["bias"])
-        self.mlp = MLP(c)
-
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        return x + self.mlp(self.ln_2(x))
-
-
-class GPT(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.c = c
-        self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(c["vocab_size"], c["n_embd"]),
-            wpe=nn.Embedding(c["block_size"], c["n_embd"]),
-            drop=nn.Dropout(c["dropout"]),
-            h=nn.ModuleList([Block(c) for _ in range(c["n_layer"])]),
-            ln_f=LayerNorm(c["n_embd"], c["bias"]),
-        ))
-        self.lm_head = nn.Linear(c["n_embd"], c["vocab_size"], bias=False)
-        self.transformer.wte.weight = self.lm_head.weight
-        self.apply(self._init_weights)
-        for pn, p in self.named_parameters():
-            if pn.endswith("c_proj.weight"):
-                torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * c["n_layer"]))
-
-    def _init_weights(self, module):
-        if isinstance(module, nn.Linear):
-            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
-            if module.bias is not None:
-                torch.nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Embedding):
-            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
-
-    def forward(self, idx, targets):
-        t = idx.size(1)
-        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
-        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
-        for block in self.transformer.h:
-            x = block(x)
-        logits = self.lm_head(self.transformer.ln_f(x))
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+def nanogpt():
+    """nanoGPT's own model.py (python/tests/nanogpt/model_torch.py, unchanged but for its header)."""
+    path = pathlib.Path(__file__).resolve().parents[2] / "python" / "tests" / "nanogpt" / "model_torch.py"
+    spec = importlib.util.spec_from_file_location("nanogpt_model", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["nanogpt_model"] = module  # dataclasses look the module up while the class is made
+    spec.loader.exec_module(module)
+    return module
 
 
 RECIPES = {  # tools/train/shakespeare.cpp's gpt_recipe
@@ -151,11 +71,12 @@ def main():
     splits = [data[:n], data[n:]]
     c["vocab_size"] = len(chars)
     torch.manual_seed(a.seed)
-    model = GPT(c).to(a.device)
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
-    opt = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.99), fused=a.device.startswith("cuda"))
+    model_py = nanogpt()
+    config = model_py.GPTConfig(**{k: c[k] for k in ("block_size", "vocab_size", "n_layer", "n_head", "n_embd",
+                                                      "dropout", "bias")})
+    with contextlib.redirect_stdout(sys.stderr):  # nanoGPT prints as it builds; stdout is the JSON document
+        model = model_py.GPT(config).to(a.device)
+        opt = model.configure_optimizers(0.1, 1e-3, (0.9, 0.99), a.device.split(":")[0])
     run = torch.compile(model) if a.compile else model
     T, B = c["block_size"], c["batch_size"]
     amp_dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(a.amp)
@@ -182,12 +103,10 @@ def main():
         model.eval()
         out = []
         for split in range(2):
-            losses = [run(*batch(split, 1 + split, k, 0, B)).float() for k in range(eval_iters)
-                      if True] if amp_dtype is None else []
-            if amp_dtype is not None:
-                for k in range(eval_iters):
-                    with autocast():
-                        losses.append(run(*batch(split, 1 + split, k, 0, B)).float())
+            losses = []
+            for k in range(eval_iters):
+                with autocast():
+                    losses.append(run(*batch(split, 1 + split, k, 0, B))[1].float())
             out.append(torch.stack(losses).mean().item())
         model.train()
         return out
@@ -211,7 +130,7 @@ def main():
                 g["lr"] = lr_at(it)
             x, y = batch(0, 0, it, 0, B)
             with autocast():
-                loss = run(x, y)
+                _, loss = run(x, y)
             scaler.scale(loss).backward()
             scaler.unscale_(opt)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

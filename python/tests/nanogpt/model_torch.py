@@ -1,6 +1,6 @@
 # nanoGPT's model.py, unchanged below this header: https://github.com/karpathy/nanoGPT/blob/3adf61e154c3fe3fca428ad6bc3818b27a3b8291/model.py
-# Copyright (c) 2022 Andrej Karpathy, MIT License (LICENSE in this folder). model.py here is this file with
-# `torch` renamed to `strata` and nothing else; test_nanogpt.py checks both.
+# Copyright (c) 2022 Andrej Karpathy, MIT License (LICENSE in this folder). test_nanogpt.py ports it to Strata by
+# renaming `torch` to `strata` and nothing else; bench/shakespeare/torch_gpt.py trains it with PyTorch.
 """
 Full definition of a GPT Language Model, all of it in this single file.
 References:
