@@ -7,8 +7,8 @@
 // core/tensor_view.h, runtime/plugin.h, runtime/memory_report.h, runtime/environment.h, runtime/stream_uses.h,
 // runtime/thread_cache.h, ops/* but ops/op_support.h, backends/*, tensor/op_call.h, tensor/op_checks.h,
 // tensor/grad_hook.h, tensor/autograd_support.h, nn/blocked.h, data/sampling.h, data/idx_detail.h, io/file.h,
-// io/safetensors_header.h, dist/agreement.h, the internals of jit/). tests/strata_header_test.cpp compiles this
-// header alone.
+// io/digest.h, io/safetensors_header.h, dist/agreement.h, the internals of jit/). tests/strata_header_test.cpp
+// compiles this header alone.
 
 // core
 #include "strata/core/device.h"

@@ -22,6 +22,7 @@
 
 #include "strata/core/error.h"
 #include "strata/jit/cpu_dialect.h"
+#include "strata/io/digest.h"
 #include "strata/jit/kernel_cache.h"
 #include "strata/runtime/environment.h"
 #include "strata/runtime/kernel_assert.h"
@@ -292,7 +293,7 @@ CpuBuild prepare_cpu(const std::string& source, const SourceInfo& info, const st
                  "-fPIC",      "-shared", "-I" + include.string()};
   for (std::string& o : cpu_options(options)) b.argv_tail.push_back(std::move(o));
   b.tu = cpu_translation_unit(source, info, file_name);
-  b.key = detail::sha256_hex(fmt::format("strata-jit cpu abi {}\n{}\n{}\n{}\n{}\n{}", cpu::kAbiVersion,
+  b.key = io::sha256_hex(fmt::format("strata-jit cpu abi {}\n{}\n{}\n{}\n{}\n{}", cpu::kAbiVersion,
                                          compiler_identity(b.cxx), cpu_identity(), fmt::join(b.argv_tail, " "),
                                          dialect_headers(include), b.tu));
   return b;
@@ -334,7 +335,7 @@ std::string gpu_suffix(DeviceType type) { return type == DeviceType::HIP ? ".hsa
 
 std::string gpu_key(const DeviceCompiler& compiler, DeviceType type, const std::string& arch, const std::string& source,
                     const std::vector<std::string>& options) {
-  return detail::sha256_hex(fmt::format("strata-jit {} abi {}\n{}\n{}\n{}\n{}", device_type_name(type),
+  return io::sha256_hex(fmt::format("strata-jit {} abi {}\n{}\n{}\n{}\n{}", device_type_name(type),
                                         cpu::kAbiVersion, compiler.identity(), arch, fmt::join(options, "\n"), source));
 }
 

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <openssl/evp.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -108,16 +107,6 @@ class EntryLock {
 }  // namespace
 
 namespace detail {
-
-std::string sha256_hex(std::string_view text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  STRATA_CHECK(EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr) == 1, Error,
-               "jit: SHA-256 failed");
-  std::string hex;
-  for (unsigned int i = 0; i < size; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
-}
 
 std::filesystem::path cached_path(const std::string& key, const std::string& suffix,
                                   const std::function<void(const std::filesystem::path&)>& build,

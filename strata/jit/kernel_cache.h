@@ -10,9 +10,6 @@
 
 namespace strata::jit::detail {
 
-/// A hex SHA-256 of `text`: the cache's keys.
-std::string sha256_hex(std::string_view text);
-
 /// The compiled entry for `key`: open(path) of the file in the cache when it is there and opens (a corrupt or
 /// unloadable one is removed), else build(path) writes it, under an flock that makes concurrent processes compile it
 /// once, and open(path) reads it back. With the cache off or unwritable, the entry is built in a private temporary

@@ -1,7 +1,6 @@
 #include "shakespeare.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include <chrono>
 #include <cmath>
@@ -14,6 +13,7 @@
 #include "job_checkpoint.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
+#include "strata/io/digest.h"
 #include "strata/nn/clip_grad.h"
 #include "strata/runtime/allocator.h"
 #include "strata/runtime/profiler.h"
@@ -29,16 +29,6 @@ namespace {
 // The corpus scripts/fetch-shakespeare builds (that script reads the digest from this line).
 constexpr const char* kShakespeareSha256 = "da68ca4e8201d41a12c1d5e82d967bda85105f1dabe823d5735138bccabdd387";
 constexpr std::string_view kCheckpointFormat = "strata-train shakespeare checkpoint 1";
-
-std::string sha256_hex(std::string_view text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  STRATA_CHECK(EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr) == 1, Error,
-               "strata-train: OpenSSL could not compute a SHA-256");
-  std::string hex;
-  for (unsigned int i = 0; i < size; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
-}
 
 const char* dtype_text(const std::optional<DType>& amp) {
   if (!amp) return "off";
@@ -63,7 +53,7 @@ std::shared_ptr<const CharCorpus> CharCorpus::load(const std::filesystem::path& 
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   STRATA_CHECK(!in.bad(), IOError, "strata-train: reading the corpus '{}' failed{}", path.string(), fix);
   if (pinned) {
-    const std::string digest = sha256_hex(text);
+    const std::string digest = io::sha256_hex(text);
     STRATA_CHECK(digest == kShakespeareSha256, IOError,
                  "strata-train: the corpus '{}' is not the one fetched ({} bytes, SHA-256 {}; it should be {}): it "
                  "was truncated or altered; remove it and run scripts/fetch-shakespeare again",
