@@ -111,7 +111,10 @@ std::vector<Tensor> conv_grads(const char* op, const Tensor& g, const Tensor& in
                                const ops::Conv2dParams& params, std::array<bool, 3> wanted) {
   const bool blocked = params.src_block != 0 || params.dst_block != 0;
   const Tensor dy = g.contiguous();
-  const ops::OpCall call = detail::op_call(op, input.device());
+  // Named as the backward it is (the profiler's tables and messages), as relu_backward and max_pool2d_backward are.
+  const ops::OpCall call =
+      detail::op_call(std::string_view(op) == "conv2d_relu" ? "conv2d_relu_backward" : "conv2d_backward",
+                      input.device());
   const TensorOptions options = TensorOptions(weight.dtype()).device(weight.device());
   if (dy.numel() == 0) {  // an empty batch: the weight and bias gradients are sums of nothing
     return {wanted[0] ? zeros(input.shape(), options) : Tensor(), wanted[1] ? zeros(weight.shape(), options) : Tensor(),
