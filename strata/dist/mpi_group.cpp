@@ -38,7 +38,8 @@ namespace {
 // whose call differs, instead of hanging or mixing data of different layouts. The check is always on: it costs one
 // small all-gather per collective (latency, not bandwidth: strata-bench's all_reduce rows show it at small sizes),
 // and DistributedDataParallel issues a few collectives per step, whereas the failure it catches otherwise shows up
-// as a wrong model or a hang far from its cause.
+// as a wrong model or a hang far from its cause. A device group's collective (NCCL's) is checked through this thread
+// too, by agree(): a job that is the exchange alone, so that it costs one exchange, not an all_gather checked first.
 //
 // Note [The MPI world ends at exit]
 // The world is built once and lives until the process exits. An atexit handler asks the thread to finalize MPI and

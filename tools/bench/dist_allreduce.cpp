@@ -6,10 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "strata/dist/ddp.h"
+#include "strata/dist/device_collectives.h"
 #include "strata/dist/process_group.h"
 #include "strata/nn/functional.h"
 #include "strata/tensor/factories.h"
@@ -66,25 +70,74 @@ nlohmann::ordered_json ddp_overlap(dist::ProcessGroup& group, bool quick) {
   double sync = 0, no_sync = 0, comm = 0, end_wait = 0;
   step();  // warm-up: the caching allocator and oneDNN's primitives
   for (int turn = 0; turn < 2; ++turn) {
-    sync += median_call_seconds([&] {
-      step();
-      end_wait += ddp.last_wait_seconds();
-    }, rounds, steps);
-    no_sync += median_call_seconds([&] {
-      const auto guard = ddp.no_sync();
-      step();
-    }, rounds, steps);
-    comm += median_call_seconds([&] {
-      for (Tensor& f : flats) group.all_reduce(f, dist::ReduceOp::Avg)->wait();
-    }, rounds, steps);
+    sync += median_call_seconds(
+        [&] {
+          step();
+          end_wait += ddp.last_wait_seconds();
+        },
+        rounds, steps);
+    no_sync += median_call_seconds(
+        [&] {
+          const auto guard = ddp.no_sync();
+          step();
+        },
+        rounds, steps);
+    comm += median_call_seconds(
+        [&] {
+          for (Tensor& f : flats) group.all_reduce(f, dist::ReduceOp::Avg)->wait();
+        },
+        rounds, steps);
   }
   sync /= 2;
   no_sync /= 2;
   comm /= 2;
   end_wait /= 2.0 * rounds * steps;
   const double hidden = comm > 0 ? std::clamp(1 - (sync - no_sync) / comm, 0.0, 1.0) : 0.0;
-  return {{"step_ms", sync * 1e3}, {"no_sync_step_ms", no_sync * 1e3}, {"allreduce_ms", comm * 1e3},
-          {"end_wait_ms", end_wait * 1e3}, {"buckets", flats.size()}, {"hidden_fraction", hidden}};
+  return {{"step_ms", sync * 1e3},         {"no_sync_step_ms", no_sync * 1e3}, {"allreduce_ms", comm * 1e3},
+          {"end_wait_ms", end_wait * 1e3}, {"buckets", flats.size()},          {"hidden_fraction", hidden}};
+}
+
+// A collective library for CPU tensors that moves nothing: a device group over it costs what the host pays for a
+// collective on a device (the ranks' agreement, Note [A direct path to the device's library] in
+// strata/dist/device_group.cpp, and the issue of the call), which a machine without GPUs can time.
+class NoCommunicator final : public dist::DeviceCommunicator {
+ public:
+  void all_reduce(const void*, void*, int64_t, DType, dist::ReduceOp, NativeStream) override {}
+  void broadcast(void*, int64_t, DType, int, NativeStream) override {}
+  void all_gather(const void*, void*, int64_t, DType, NativeStream) override {}
+  void reduce_scatter(const void*, void*, int64_t, DType, dist::ReduceOp, NativeStream) override {}
+  std::string async_error() override { return {}; }
+  void abort() noexcept override {}
+};
+
+class NoLibrary final : public dist::CollectiveLibrary {
+ public:
+  std::string name() const override { return "none"; }
+  bool available(std::string*) override { return true; }
+  bool supports(DType) const override { return true; }
+  std::vector<uint8_t> new_group_id() override { return {1}; }
+  std::unique_ptr<dist::DeviceCommunicator> connect(const std::vector<uint8_t>&, int, int, int) override {
+    return std::make_unique<NoCommunicator>();
+  }
+};
+
+// Microseconds per all_reduce(1 KiB)->wait() through a device group over NoLibrary: the host's part of a device
+// collective.
+double device_path_us(dist::ProcessGroup& world, bool quick) {
+  dist::register_collective_library(DeviceType::CPU, std::make_shared<NoLibrary>());
+  std::string why;
+  auto group = dist::make_device_group(world, DeviceType::CPU, {}, &why);
+  if (!group) {
+    std::fprintf(stderr, "no device group over a library that moves nothing: %s\n", why.c_str());
+    std::exit(1);
+  }
+  Tensor t = ones({256});
+  const int calls = quick ? 1000 : 4000;
+  group->all_reduce(t)->wait();  // the group id, once
+  const double us = median_call_seconds([&] { group->all_reduce(t)->wait(); }, quick ? 3 : 7, calls) * 1e6;
+  group.reset();
+  dist::register_collective_library(DeviceType::CPU, nullptr);
+  return us;
 }
 
 }  // namespace
@@ -114,17 +167,16 @@ int main(int argc, char** argv) {
     double mpi = 0, strata = 0;
     for (int turn = 0; turn < 2; ++turn) {
       mpi += median_call_seconds(
-          [&] {
-            MPI_Allreduce(MPI_IN_PLACE, raw.data_ptr(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-          },
+          [&] { MPI_Allreduce(MPI_IN_PLACE, raw.data_ptr(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
           rounds, calls);
       strata += median_call_seconds([&] { group.all_reduce(t)->wait(); }, rounds, calls);
     }
     rows.push_back({{"bytes", bytes}, {"mpi_us", mpi / 2 * 1e6}, {"strata_us", strata / 2 * 1e6}});
   }
+  const double device_us = device_path_us(group, quick);
   const nlohmann::ordered_json ddp = ddp_overlap(group, quick);
   if (rank == 0) {
-    nlohmann::ordered_json out = {{"ranks", size}, {"rows", rows}, {"ddp", ddp}};
+    nlohmann::ordered_json out = {{"ranks", size}, {"rows", rows}, {"device_path_1KiB_us", device_us}, {"ddp", ddp}};
     std::printf("%s\n", out.dump().c_str());
   }
   MPI_Finalize();
