@@ -384,9 +384,12 @@ Paired paired_seconds(const std::function<void()>& a, const std::function<void()
 // no gradient.
 struct BlockedConvLayer {
   BlockedConvLayer(const ConvFloorShape& s, int64_t block)
-      : first(!s.backward_data), block(block),
+      : first(!s.backward_data),
+        block(block),
         input(first ? randn({s.n, s.c, s.h, s.w}) : randn({s.n, s.c / block, s.h, s.w, block})),
-        weight(randn({s.o, s.c, 3, 3}) * 0.1), bias(zeros({s.o})), grad_output(ones({s.n, s.o / block, s.h, s.w, block})) {
+        weight(randn({s.o, s.c, 3, 3}) * 0.1),
+        bias(zeros({s.o})),
+        grad_output(ones({s.n, s.o / block, s.h, s.w, block})) {
     if (!first) input.requires_grad_();
     weight.requires_grad_();
     bias.requires_grad_();
