@@ -57,8 +57,11 @@ namespace {
 // all_gather: two host exchanges on two threads) and then issued the library call. Queueing an NCCL call costs a few
 // microseconds and does not wait for the data; a thread to issue it only added two hand-offs. So the caller issues it,
 // and the agreement is one exchange of its descriptor (the MPI thread still runs it: Note [One thread owns MPI]). The
-// caller waits for that exchange: the library call must not be issued before the ranks are known to agree. What
-// remains on a thread of the group is the watchdog, which never issues a collective.
+// caller waits for that exchange: the library call must not be issued before the ranks are known to agree. The price:
+// a rank that reaches a collective first (DDP's bucket, during backward) waits there on the host until the others
+// reach it, where the group's thread let it go on queueing kernels; ranks in step lose little (c10d, which checks
+// nothing by default, does not wait at all). What remains on a thread of the group is the watchdog, which never
+// issues a collective.
 class DeviceWork final : public Work {
  public:
   DeviceWork(Device device, std::string what) : device_(device), what_(std::move(what)), done_(device) {}
