@@ -155,7 +155,7 @@ def main():
         sides = list(epochs)
         for side in sides[r % len(sides):] + sides[:r % len(sides)]:
             rows[f"epoch: {side}"].append(epochs[side]())
-    # strata-train's epoch over PyTorch's, round by round (issue 34's target on AVX2: at most 0.6).
+    # strata-train's epoch over PyTorch's, round by round (the target on AVX2: at most 0.6).
     train_ratios = [a / b for a, b in zip(rows["epoch: strata-train"], rows["epoch: torch"])]
     if strata is None:
         print(f"torch {torch.__version__}, no strata module, {args.rounds} rounds (medians)")

@@ -17,7 +17,7 @@ namespace strata::bench {
 #if STRATA_BENCH_HAVE_DNNL
 
 // Note [The convolution floor]
-// Issue 34's target for the CPU's convolutions is the library's own floor: Strata's forward + backward of a layer at
+// The target for the CPU's convolutions is the library's own floor: Strata's forward + backward of a layer at
 // most 1.05x the time of the oneDNN primitives it runs on, called directly in the same process. The floor here is
 // what no framework on oneDNN could beat with these primitives: every pass (forward, backward-data, backward-weights)
 // takes the memory layouts oneDNN asks for (format `any`), so nothing is reordered; its inputs and outputs and its

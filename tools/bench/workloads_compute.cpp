@@ -452,7 +452,7 @@ void conv_floor(const RunOptions& o, WorkloadResult& r) {
   r.metrics.push_back({"conv2d_cpu_over_onednn_fwd", strata_fwd / onednn_fwd, "x", Better::Lower,
                        "both layers' forward, Strata's medians over oneDNN's"});
   r.metrics.push_back({"conv2d_cpu_over_onednn_fwd_bwd", strata_fb / onednn_fb, "x", Better::Lower,
-                       "both layers' forward + backward (issue 34's target: at most 1.05)"});
+                       "both layers' forward + backward (target: at most 1.05)"});
   // The NCHW layer: Strata relays out in and out of oneDNN's layouts each call, which the floor does not.
   const std::unique_ptr<OneDnnConvFloor> floor = OneDnnConvFloor::make(shapes[1]);
   ConvLayer nchw(kCPU, true);
