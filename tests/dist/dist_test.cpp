@@ -21,6 +21,7 @@
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/random.h"
+#include "dist/two_heads.h"
 
 namespace strata {
 namespace {
@@ -256,21 +257,7 @@ TEST(PostAccumulateHooks, ARemovedHookRunsNoMoreAndOthersStay) {
   EXPECT_THROW(autograd::register_post_accumulate_grad_hook(w * 2.0, [](const Tensor&) {}), InvalidArgumentError);
 }
 
-// Two heads on one body; forward runs one of them, so the other's parameters get no gradient.
-class TwoHeads : public nn::Layer {
- public:
-  TwoHeads() : Layer("TwoHeads") {
-    body = register_module("body", std::make_shared<nn::Linear>(6, 8));
-    a = register_module("a", std::make_shared<nn::Linear>(8, 3));
-    b = register_module("b", std::make_shared<nn::Linear>(8, 3));
-  }
-  Tensor forward(const Tensor& x) override {
-    const Tensor h = relu((*body)(x));
-    return use_b ? (*b)(h) : (*a)(h);
-  }
-  std::shared_ptr<nn::Linear> body, a, b;
-  bool use_b = false;
-};
+using testing::TwoHeads;
 
 TEST(DistributedDataParallel, AParameterNoRankUsedKeepsItsGradientUntouched) {
   auto group = dist::make_local_group();

@@ -21,6 +21,7 @@
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "strata/tensor/random.h"
+#include "dist/two_heads.h"
 
 namespace strata {
 namespace {
@@ -350,21 +351,7 @@ TEST(MpiDdp, GradientsAsBucketViewsGiveTheSameBits) {
   EXPECT_EQ(train_ddp(views), train_ddp({}));
 }
 
-// Two heads on one body; forward runs one of them, so the other's parameters get no gradient in that pass.
-class TwoHeads : public nn::Layer {
- public:
-  TwoHeads() : Layer("TwoHeads") {
-    body = register_module("body", std::make_shared<nn::Linear>(6, 8));
-    a = register_module("a", std::make_shared<nn::Linear>(8, 3));
-    b = register_module("b", std::make_shared<nn::Linear>(8, 3));
-  }
-  Tensor forward(const Tensor& x) override {
-    const Tensor h = relu((*body)(x));
-    return use_b ? (*b)(h) : (*a)(h);
-  }
-  std::shared_ptr<nn::Linear> body, a, b;
-  bool use_b = false;
-};
+using testing::TwoHeads;
 
 // Note [Parameters that a pass did not use]: head b is used on rank 0 only, and gets the average over the world
 // (rank 0's gradient / n) on every rank; head a is used on the other ranks; a parameter no rank used keeps its
