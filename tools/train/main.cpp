@@ -156,6 +156,18 @@ nlohmann::json to_json(const train::EpochReport& r) {
           {"device_to_device_copies", r.device_to_device_copies}};
 }
 
+// Seconds on the steady clock: the progress bar's time.
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Writes a progress bar's frame, when there is one, at once.
+void show(const std::string& frame) {
+  if (frame.empty()) return;
+  std::fputs(frame.c_str(), stdout);
+  std::fflush(stdout);
+}
+
 // Says where a stopped run stopped and how to resume it (rank 0), and returns the exit status: 128 + the signal's
 // number, as a shell reports a process killed by it.
 int report_stop(bool speaks, bool saved, const std::string& checkpoint, const std::string& where, int argc,
@@ -250,9 +262,6 @@ int run_shakespeare(const ShakespeareArgs& args, const train::TrainOptions& comm
       std::fflush(stdout);
     }
     std::unique_ptr<tools::ProgressBar> bar;
-    const auto seconds = [] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    };
     auto on_step = [&](int64_t iter, int64_t) {
       if (style == tools::ProgressStyle::None) return;
       // One bar per interval between two evaluations, counting its iterations.
@@ -260,14 +269,10 @@ int run_shakespeare(const ShakespeareArgs& args, const train::TrainOptions& comm
       const int64_t intervals = (r.iters + r.eval_interval - 1) / r.eval_interval;
       if (!bar || bar->epoch() != interval + 1) {
         bar = std::make_unique<tools::ProgressBar>(style, interval + 1, intervals, trainer.tokens_per_step(),
-                                                   iter - interval * r.eval_interval, seconds(), "tok", "eval");
+                                                   iter - interval * r.eval_interval, steady_seconds(), "tok", "eval");
       }
       const int64_t in_interval = std::min(r.eval_interval, r.iters - interval * r.eval_interval);
-      const std::string frame = bar->frame(iter - interval * r.eval_interval, in_interval, seconds());
-      if (!frame.empty()) {
-        std::fputs(frame.c_str(), stdout);
-        std::fflush(stdout);
-      }
+      show(bar->frame(iter - interval * r.eval_interval, in_interval, steady_seconds()));
     };
     auto on_eval = [&](const train::GptReport& e) {
       if (log) log->evaluation(e);
@@ -498,22 +503,15 @@ int main(int argc, char** argv) {
     }
 
     std::unique_ptr<tools::ProgressBar> bar;
-    const auto seconds = [] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    };
     auto on_step = [&](int64_t step, int64_t steps) {
       if (style == tools::ProgressStyle::None) return;
       // A new bar at an epoch's first step reported: 1, or where a resumed epoch goes on.
       if (!bar || bar->epoch() != trainer.epochs_done() + 1) {
         // Images per step of the world, as the epoch's line counts them.
         bar = std::make_unique<tools::ProgressBar>(style, trainer.epochs_done() + 1, options.epochs,
-                                                   options.batch_size * world.size(), step, seconds());
+                                                   options.batch_size * world.size(), step, steady_seconds());
       }
-      const std::string frame = bar->frame(step, steps, seconds());
-      if (!frame.empty()) {
-        std::fputs(frame.c_str(), stdout);
-        std::fflush(stdout);
-      }
+      show(bar->frame(step, steps, steady_seconds()));
     };
     auto on_epoch = [&](const train::EpochReport& r) {
       if (log) log->epoch(r, trainer.steps_per_epoch());

