@@ -274,10 +274,8 @@ void sgemm([[maybe_unused]] const ops::OpCall& call, const Gemm& g, float* out, 
 template <typename T>
 void reduced_precision_gemm(const ops::OpCall& call, const Gemm& g) {
 #if STRATA_HAVE_DNNL
-  if (g.flops() >= kSmallGemmFlops) {
-    threads_for_work(true);
-    if (onednn_reduced_precision_gemm<T>(call.op, g)) return;
-  }
+  // The primitive's threads are set where it is looked up (matmul_primitive), as for f32.
+  if (g.flops() >= kSmallGemmFlops && onednn_reduced_precision_gemm<T>(call.op, g)) return;
 #endif
   const auto to_f32 = [](const TensorView& v, int64_t rows, int64_t cols, int64_t batch) {
     std::vector<float> dense(static_cast<std::size_t>(batch * rows * cols));
