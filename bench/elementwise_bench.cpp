@@ -10,6 +10,8 @@
 //   (4) the transcendental kernels a Transformer runs (GELU in both forms and their derivatives, erf, sin, cos) on
 //       nanoGPT's MLP activation [12, 64, 512] in f32, through the op table into existing memory; run with
 //       OMP_NUM_THREADS=1 to time one core;
+//   (5) an embedding's gradient: scatter_add of each token's gradient row into its row of the table, at nanoGPT's
+//       two shakespeare_char shapes (768 tokens of 128 into 65 rows; 16384 tokens of 384);
 // and the same on cuda:0 when a GPU is available (timed with events, or synchronised every batch).
 
 #include <benchmark/benchmark.h>
@@ -196,6 +198,17 @@ void BM_Sin(benchmark::State& state) { transcendental(state, "sin", false); }
 void BM_Cos(benchmark::State& state) { transcendental(state, "cos", false); }
 void BM_Exp(benchmark::State& state) { transcendental(state, "exp", false); }
 
+// --- (5) an embedding's gradient ---
+
+void embedding_gradient(benchmark::State& state) {
+  const int64_t tokens = state.range(0), width = state.range(1), vocab = 65;
+  const Tensor ids = strata::randint(0, vocab, {tokens, 1}).expand({tokens, width}).contiguous();
+  const Tensor rows = strata::randn({tokens, width});
+  const Tensor table = strata::zeros({vocab, width});
+  for (auto _ : state) benchmark::DoNotOptimize(strata::scatter_add(table, 0, ids, rows));
+  state.SetBytesProcessed(state.iterations() * tokens * width * static_cast<int64_t>(sizeof(float) + sizeof(int64_t)));
+}
+
 // --- (3) per-op overhead on 16 elements ---
 
 // On a GPU ops are queued: a batch of them is timed up to a synchronisation, so the figure is the host cost of
@@ -275,6 +288,7 @@ BENCHMARK(BM_Erf)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sin)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Cos)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Exp)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(embedding_gradient)->Args({768, 128})->Args({16384, 384})->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TinyEmpty)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_TinyAdd)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_TinyAddKernel)->Unit(benchmark::kNanosecond);

@@ -3,11 +3,13 @@
 #include <limits>
 
 #include "strata/core/error.h"
+#include "strata/runtime/parallel.h"
 #include "strata/runtime/stream.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "test_checks.h"
 #include "test_devices.h"
+#include "test_fixtures.h"
 
 namespace strata {
 namespace {
@@ -112,6 +114,47 @@ TEST_P(Indexing, ZeroSizeIndexGivesEmptyResult) {
   const Tensor a = zeros({4, 2}, TensorOptions().device(device()));
   const Tensor none = empty({0}, TensorOptions(DType::I64).device(device()));
   EXPECT_EQ(index_select(a, 0, none).shape(), (Shape{0, 2}));
+}
+
+// Note [Scatter-add adds in one order]: along every dim, with an index smaller than the source and big enough to
+// run on several threads, the CPU's scatter_add gives the bits of a loop over the index in order, on one thread or
+// on four (the values are not integers: another order of additions would show in the last bits).
+TEST(ScatterAddOnTheCpu, AddsInIndexOrderWhateverTheThreads) {
+  const testing::PoolSize pool(4);
+  const Shape out_shape{5, 9, 70}, src_shape{6, 9, 80}, index_shape{4, 8, 60};
+  for (int64_t dim = 0; dim < 3; ++dim) {
+    SCOPED_TRACE(dim);
+    Shape shape = index_shape;
+    shape[dim] = dim == 0 ? 400 : dim == 1 ? 300 : 500;  // many entries per output element along dim
+    Shape src_of_dim = src_shape;
+    src_of_dim[dim] = shape[dim];
+    const Tensor source = randn(src_of_dim);
+    const std::vector<float> from = source.to_vector<float>();
+    std::vector<int64_t> at(static_cast<size_t>(shape[0] * shape[1] * shape[2]));
+    uint64_t state = 17 + static_cast<uint64_t>(dim);
+    for (int64_t& a : at) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      a = static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(out_shape[dim]));
+    }
+    std::vector<float> expected(static_cast<size_t>(out_shape[0] * out_shape[1] * out_shape[2]), 0.0f);
+    size_t i = 0;
+    for (int64_t a = 0; a < shape[0]; ++a) {
+      for (int64_t b = 0; b < shape[1]; ++b) {
+        for (int64_t c = 0; c < shape[2]; ++c, ++i) {
+          int64_t coords[3] = {a, b, c};
+          const float v = from[static_cast<size_t>((a * src_of_dim[1] + b) * src_of_dim[2] + c)];
+          coords[dim] = at[i];
+          expected[static_cast<size_t>((coords[0] * out_shape[1] + coords[1]) * out_shape[2] + coords[2])] += v;
+        }
+      }
+    }
+    const Tensor index = tensor<int64_t>(at, shape);
+    for (const int budget : {4, 1}) {
+      detail::pin_thread_budget(budget);
+      EXPECT_EQ(scatter_add(zeros(out_shape), dim, index, source).to_vector<float>(), expected)
+          << "on " << budget << " threads";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Indexing, ::testing::ValuesIn(testing::available_devices()),

@@ -12,9 +12,11 @@
 #include "shakespeare.h"
 #include "strata/autograd/grad_mode.h"
 #include "strata/core/error.h"
+#include "strata/runtime/parallel.h"
 #include "strata/tensor/factories.h"
 #include "strata/tensor/functions.h"
 #include "test_files.h"
+#include "test_fixtures.h"
 
 namespace strata {
 namespace {
@@ -227,6 +229,32 @@ TEST(GptTrainer, StopAndResumeEqualsUninterrupted) {
     const auto rest = resumed.run();
     EXPECT_EQ(rest.back().val_loss, full.back().val_loss);
     EXPECT_EQ(snapshot(resumed.model()), snapshot(uninterrupted.model()));
+  }
+}
+
+// Note [Fewer threads while other processes hold the cores]: a step of the cpu recipe's model gives the same bits
+// on one thread as on the whole pool, so a run on a busy machine (a resumed one, say) ends where one on an idle
+// machine does. The budget is pinned here instead of loading the machine.
+TEST(GptTrainer, TheThreadBudgetLeavesTrainingBitForBit) {
+  const testing::PoolSize pool(std::max(num_threads(), 4));
+  std::map<std::string, std::vector<float>> trained[2];
+  double losses[2] = {0, 0};
+  for (const int budget : {num_threads(), 1}) {
+    detail::pin_thread_budget(budget);
+    GptTrainOptions o;
+    o.recipe.iters = 3;
+    o.recipe.eval_interval = 3;
+    o.recipe.eval_iters = 1;
+    o.recipe.model.dropout = 0.1;
+    o.seed = 3;
+    GptTrainer trainer(o, excerpt());
+    const int slot = budget == 1 ? 1 : 0;
+    losses[slot] = trainer.run().back().val_loss;
+    trained[slot] = snapshot(trainer.model());
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  for (const auto& [name, values] : trained[0]) {
+    EXPECT_EQ(values, trained[1][name]) << name << ": one thread's step differs from " << num_threads() << "'s";
   }
 }
 

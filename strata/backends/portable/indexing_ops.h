@@ -156,40 +156,91 @@ struct ScatterAddBody {
     }
     kernels::atomic_add(out + redirected_offset(i, index_shape, out_shape, dim, at), src[src_offset]);
   }
-  /// Elements [begin, end) a row of the index's last dimension at a time: the offsets of the row's other
-  /// coordinates computed once (kernels::forall on the CPU; an embedding's gradient is rows of one index).
-  void cpu_range(int64_t begin, int64_t end) const {
-    const int last = index_shape.ndim - 1;
-    if (last < 0) {
-      for (int64_t i = begin; i < end; ++i) (*this)(i);
-      return;
-    }
-    const int64_t width = index_shape.size[last];
+  /// On the CPU (Note [Scatter-add adds in one order]): the lines along `dim` whose other coordinates are `o` over
+  /// the dims before `dim` and k0 <= k < k1 over those after it, each walked from the first index to the last.
+  void cpu_lines(int64_t o, int64_t k0, int64_t k1) const {
+    const int nd = index_shape.ndim;
+    const int64_t len = index_shape.size[dim];
     const int64_t size = out_shape.size[dim];
-    while (begin < end) {
-      const int64_t c0 = begin % width;
-      const int64_t n = std::min(end - begin, width - c0);
-      // Offsets of the row's first element, with the coordinate along `dim` left out of out's.
-      int64_t rest = begin / width, out_base = 0, src_base = 0;
-      for (int d = last - 1; d >= 0; --d) {
-        const int64_t coord = rest % index_shape.size[d];
-        rest /= index_shape.size[d];
-        src_base += coord * src_shape.stride[d];
-        if (d != dim) out_base += coord * out_shape.stride[d];
+    int64_t inner = 1;
+    for (int d = static_cast<int>(dim) + 1; d < nd; ++d) inner *= index_shape.size[d];
+    int64_t src_o = 0, out_o = 0;
+    for (int64_t d = dim - 1, rest = o; d >= 0; --d) {
+      const int64_t coord = rest % index_shape.size[d];
+      rest /= index_shape.size[d];
+      src_o += coord * src_shape.stride[d];
+      out_o += coord * out_shape.stride[d];
+    }
+    // Along the last dimension (when it is not `dim`) the offsets step by its strides; the rest of k's coordinates
+    // are worked out once per row of it.
+    const bool dim_is_last = dim == nd - 1;
+    const int64_t width = dim_is_last ? 1 : index_shape.size[nd - 1];
+    const int64_t src_step = dim_is_last ? 0 : src_shape.stride[nd - 1];
+    const int64_t out_step = dim_is_last ? 0 : out_shape.stride[nd - 1];
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t first = (o * len + j) * inner;  // the flat index of (o, j, 0)
+      for (int64_t k = k0; k < k1;) {
+        int64_t rest = k / width, src_k = src_o + j * src_shape.stride[dim], out_k = out_o;
+        for (int64_t d = nd - 2; d > dim; --d) {
+          const int64_t coord = rest % index_shape.size[d];
+          rest /= index_shape.size[d];
+          src_k += coord * src_shape.stride[d];
+          out_k += coord * out_shape.stride[d];
+        }
+        const int64_t c0 = k % width;
+        const int64_t n = std::min(k1 - k, width - c0);
+        for (int64_t c = c0; c < c0 + n; ++c) {
+          const int64_t i = first + k + (c - c0);
+          const int64_t at = index[i];
+          STRATA_KERNEL_ASSERT(check, at >= 0 && at < size, i, at, size);
+          if (at < 0 || at >= size) continue;
+          out[out_k + at * out_shape.stride[dim] + c * out_step] += src[src_k + c * src_step];
+        }
+        k += n;
       }
-      for (int64_t e = 0; e < n; ++e) {
-        const int64_t i = begin + e, c = c0 + e;
-        const int64_t at = index[i];
-        STRATA_KERNEL_ASSERT(check, at >= 0 && at < size, i, at, size);
-        if (at < 0 || at >= size) continue;
-        const int64_t out_offset =
-            out_base + at * out_shape.stride[dim] + (last == dim ? 0 : c * out_shape.stride[last]);
-        kernels::atomic_add(out + out_offset, src[src_base + c * src_shape.stride[last]]);
-      }
-      begin += n;
     }
   }
 };
+
+// Note [Scatter-add adds in one order]
+// Floating-point addition is not associative, so an output element that several index entries add into must take
+// them in one order, or a run would not give the same bits twice (nor a resumed training run the uninterrupted
+// one's: an embedding's gradient is a scatter-add). On a GPU, atomics add in whatever order the threads come, as
+// PyTorch's do. On the CPU the work is split by the coordinates other than `dim`, never along it: each output
+// element then takes all its additions on one thread, in index order, whatever the number of threads, and needs no
+// atomics (two lines with different other coordinates write different elements).
+template <typename T>
+void scatter_add_on_cpu(const kernels::LaunchSite& site, const ScatterAddBody<T>& body) {
+  const SmallShape& shape = body.index_shape;
+  const int64_t len = shape.ndim == 0 ? 1 : shape.size[body.dim];
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < shape.ndim; ++d) {
+    if (d < body.dim) outer *= shape.size[d];
+    if (d > body.dim) inner *= shape.size[d];
+  }
+  if (shape.ndim == 0) {
+    body(0);
+  } else {
+    // Lines u = o * inner + k; a range of them is cut where o changes.
+    const auto lines = [&](int64_t begin, int64_t end) {
+      while (begin < end) {
+        const int64_t o = begin / inner, k0 = begin % inner;
+        const int64_t k1 = std::min(inner, k0 + (end - begin));
+        body.cpu_lines(o, k0, k1);
+        begin += k1 - k0;
+      }
+    };
+    if (outer * inner * len < kernels::kCpuGrain) {
+      lines(0, outer * inner);
+    } else {
+      // One run of lines per thread: a thread that walks a few lines through every index entry reads memory at a
+      // stride, so it takes as many lines as it can have.
+      const int64_t per_thread = (outer * inner + num_threads() - 1) / num_threads();
+      parallel_for(outer * inner, std::max(kernels::kCpuGrain / len, per_thread), lines);
+    }
+  }
+  kernels::detail::after_cpu_launch(site);
+}
 
 template <typename T>
 struct ScatterAdd {
@@ -198,10 +249,19 @@ struct ScatterAdd {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
                   std::is_same_v<T, int64_t>) {
       const kernels::LaunchSite site = site_of(call, "scatter_add");
-      kernels::forall(site, index.numel(),
-                      ScatterAddBody<T>{out.ptr<T>(), index.ptr<int64_t>(), src.ptr<T>(), SmallShape::of(index),
-                                        SmallShape::of(out), SmallShape::of(src), dim,
-                                        site.asserts("index out of range for the scattered dimension")});
+      const ScatterAddBody<T> body{out.ptr<T>(),
+                                   index.ptr<int64_t>(),
+                                   src.ptr<T>(),
+                                   SmallShape::of(index),
+                                   SmallShape::of(out),
+                                   SmallShape::of(src),
+                                   dim,
+                                   site.asserts("index out of range for the scattered dimension")};
+      if (site.device.is_cpu()) {
+        scatter_add_on_cpu(site, body);
+      } else {
+        kernels::forall(site, index.numel(), body);
+      }
     } else {
       STRATA_THROW(DTypeError, "{}: dtype {} is not supported; use f32, f64, i32 or i64", call.op, dtype_of<T>);
     }
