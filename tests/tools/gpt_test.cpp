@@ -237,24 +237,28 @@ TEST(GptTrainer, StopAndResumeEqualsUninterrupted) {
 // machine does. The budget is pinned here instead of loading the machine.
 TEST(GptTrainer, TheThreadBudgetLeavesTrainingBitForBit) {
   const testing::PoolSize pool(std::max(num_threads(), 4));
-  std::map<std::string, std::vector<float>> trained[2];
-  double losses[2] = {0, 0};
-  for (const int budget : {num_threads(), 1}) {
-    detail::pin_thread_budget(budget);
-    GptTrainOptions o;
-    o.recipe.iters = 3;
-    o.recipe.eval_interval = 3;
-    o.recipe.eval_iters = 1;
-    o.recipe.model.dropout = 0.1;
-    o.seed = 3;
-    GptTrainer trainer(o, excerpt());
-    const int slot = budget == 1 ? 1 : 0;
-    losses[slot] = trainer.run().back().val_loss;
-    trained[slot] = snapshot(trainer.model());
-  }
-  EXPECT_EQ(losses[0], losses[1]);
-  for (const auto& [name, values] : trained[0]) {
-    EXPECT_EQ(values, trained[1][name]) << name << ": one thread's step differs from " << num_threads() << "'s";
+  for (const std::optional<DType> amp : {std::optional<DType>{}, std::optional<DType>{DType::BF16}}) {
+    SCOPED_TRACE(amp ? dtype_name(*amp) : "f32");
+    std::map<std::string, std::vector<float>> trained[2];
+    double losses[2] = {0, 0};
+    for (const int budget : {num_threads(), 1}) {
+      detail::pin_thread_budget(budget);
+      GptTrainOptions o;
+      o.recipe.iters = 3;
+      o.recipe.eval_interval = 3;
+      o.recipe.eval_iters = 1;
+      o.recipe.model.dropout = 0.1;
+      o.seed = 3;
+      o.amp = amp;
+      GptTrainer trainer(o, excerpt());
+      const int slot = budget == 1 ? 1 : 0;
+      losses[slot] = trainer.run().back().val_loss;
+      trained[slot] = snapshot(trainer.model());
+    }
+    EXPECT_EQ(losses[0], losses[1]);
+    for (const auto& [name, values] : trained[0]) {
+      EXPECT_EQ(values, trained[1][name]) << name << ": one thread's step differs from " << num_threads() << "'s";
+    }
   }
 }
 
