@@ -58,6 +58,7 @@ std::atomic<int>& thread_budget() {
   return budget;
 }
 std::atomic<bool> g_budget_pinned{false};  // detail::pin_thread_budget
+std::atomic<int> g_regions_on_team{-1};    // detail::force_regions_on_openmp_team: -1 as the load says, 0 or 1
 
 }  // namespace
 
@@ -102,11 +103,15 @@ constexpr int64_t kMinRunnableNs = 4'000'000;
 constexpr double kCrowded = 0.2;
 constexpr double kUncrowded = 0.1;
 constexpr int kCrowdedSamples = 2;
+// Note [Regions on OpenMP's team while the cores are free]: uncrowded samples in a row at the whole pool before a
+// region may run on the team.
+constexpr int kIdleSamples = 3;
 
 struct SchedSample {
   int64_t at = 0, ran = 0, waited = 0;
   bool valid = false;
   int crowded = 0;  // crowded samples in a row
+  int idle = 0;     // uncrowded samples in a row, taken at the whole pool
 };
 thread_local SchedSample t_sample;
 
@@ -153,7 +158,8 @@ void sample_contention() {
   }
   const double d = static_cast<double>(d_waited) / static_cast<double>(d_ran + d_waited);
   const int crowded = d >= kCrowded ? t_sample.crowded + 1 : 0;
-  t_sample = {now, ran, waited, true, crowded};
+  const int idle = d < kUncrowded && budget_of_threads() == all ? t_sample.idle + 1 : 0;
+  t_sample = {now, ran, waited, true, crowded, idle};
   // One crowded sample alone is often our own burst (a data loader's batch beside a region): the budget falls on
   // the second in a row.
   if (crowded > 0 && crowded < kCrowdedSamples) return;
@@ -173,6 +179,10 @@ int next_thread_budget(int all, int budget, double waited) {
   }
   if (waited < kUncrowded) return std::min(all, budget + 1);
   return budget;
+}
+
+void force_regions_on_openmp_team(std::optional<bool> on) {
+  g_regions_on_team.store(on ? (*on ? 1 : 0) : -1, std::memory_order_relaxed);
 }
 
 void pin_thread_budget(int threads) {
@@ -268,7 +278,8 @@ int fair_share_of_threads() { return share_with(threads_in_regions().load()); }
 // a C++ program that wants it without the user's help calls restart_with_short_openmp_spin first in main.
 
 // Note [Chunks that the caller claims too]
-// parallel_for runs on a pool of our own, not in an OpenMP region. When the process does not get every core (other
+// parallel_for runs on a pool of our own, not in an OpenMP region (but for Note [Regions on OpenMP's team while the
+// cores are free], which claims chunks the same way). When the process does not get every core (other
 // busy processes, more host threads than cores), any thread of a region may be descheduled for a whole time slice
 // of a few milliseconds, and an OpenMP region's closing barrier waits for every team member, even one that never
 // ran a line of the region (and, by default, one that spun through its slice: Note [How long OpenMP spins]).
@@ -427,13 +438,38 @@ void forget_threads_after_fork() {
   }
 }
 
-[[maybe_unused]] const bool g_fork_handler_registered = pthread_atfork(nullptr, nullptr, forget_threads_after_fork) == 0;
+[[maybe_unused]] const bool g_fork_handler_registered =
+    pthread_atfork(nullptr, nullptr, forget_threads_after_fork) == 0;
 
 }  // namespace
 
 bool in_parallel_region() { return t_in_region || omp_in_parallel() != 0; }
 
 int threads_in_this_region() { return t_in_region ? t_region_threads : 1; }
+
+// Note [Regions on OpenMP's team while the cores are free]
+// oneDNN's products run on OpenMP's team, whose threads spin for a while after each product (Note [How long OpenMP
+// spins]). A region of ours right after a product wakes a helper onto a core that an OpenMP thread is spinning on;
+// the two share that core until the spin ends, and the region takes longer than on one thread (gelu_backward after
+// the MLP's product: 1.62 ms on two threads, 0.90 ms on one; docs/benchmarks.md). While the cores are free, such a
+// region runs on the team instead, whose threads are spinning for exactly that and start it at once. It does when
+// the calling thread has started a team (threads_for_work), the region takes the whole pool, and the calling
+// thread's last kIdleSamples samples (Note [Fewer threads while other processes hold the cores]) were uncrowded at
+// the whole pool; or always, with STRATA_THREAD_BUDGET=off (the cores are the user's). Otherwise the helpers serve
+// it: a team's closing barrier waits for every one of its threads, and one that other processes keep off its core
+// costs a whole time slice (why the helpers exist, Note [Chunks that the caller claims too]); with one busy process
+// per core, regions on the team whatever the load made an epoch 3.5-15x slower than idle, against 4.7-5.5x. On the
+// team the chunks are claimed as on the helpers, so the results are the same bits either way, and a chunk's own
+// oneDNN or OpenBLAS call runs on its thread alone.
+namespace {
+bool regions_on_openmp_team(int threads) {
+  if (!t_started_openmp_team || t_openmp_team_lost_in_fork || threads != num_threads()) return false;
+  const int forced = g_regions_on_team.load(std::memory_order_relaxed);
+  if (forced >= 0) return forced == 1;
+  if (g_budget_pinned.load(std::memory_order_relaxed)) return false;
+  return !thread_budget_follows_load() || t_sample.idle >= kIdleSamples;
+}
+}  // namespace
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
@@ -456,7 +492,13 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   region->threads = threads;
   region->chunk = std::max(grain, (n + threads * kChunksPerThread - 1) / (threads * kChunksPerThread));
   region->chunks = static_cast<int>((n + region->chunk - 1) / region->chunk);
-  {
+  if (regions_on_openmp_team(threads)) {
+#pragma omp parallel num_threads(threads)
+    {
+      omp_set_num_threads(1);  // for a library called from a chunk
+      run_chunks(*region);
+    }
+  } else {
     const OneOpenMpThread one;
     helper_pool().run(region, threads - 1);
   }

@@ -2,13 +2,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 namespace strata {
 
 // Note [One CPU thread pool]
 // All CPU work is sized by one count, num_threads(), and no library brings a pool that fights ours over the cores
 // (on 2-core machines that fight costs 40% of a training epoch). parallel_for runs on helper threads of our own
-// (Note [Chunks that the caller claims too] in parallel.cpp); oneDNN runs on OpenMP's threads, set to the same
+// (Note [Chunks that the caller claims too] in parallel.cpp), or on OpenMP's team while the cores are free (Note
+// [Regions on OpenMP's team while the cores are free]); oneDNN runs on OpenMP's threads, set to the same
 // count, between our regions, and on one thread inside them; how long OpenMP's threads spin between its regions
 // is libgomp's to decide (Note [How long OpenMP spins] in parallel.cpp). OpenBLAS runs one thread per call:
 // libstrata links Debian's OpenMP build of OpenBLAS where installed, whose threads would be OpenMP's, and tells any
@@ -55,6 +57,10 @@ int next_thread_budget(int all, int budget, double waited);
 /// For tests: holds the budget at `threads` (clamped to num_threads()) and stops sampling; 0 lets it follow the load
 /// again from num_threads().
 void pin_thread_budget(int threads);
+/// For tests: where parallel_for runs a region of the whole pool once the calling thread has an OpenMP team: on that
+/// team (true), on the helpers (false), or as the load says (nullopt; Note [Regions on OpenMP's team while the cores
+/// are free] in parallel.cpp).
+void force_regions_on_openmp_team(std::optional<bool> on);
 }  // namespace detail
 
 /// Whether the budget follows the machine's load: STRATA_THREAD_BUDGET, a switch read once, on when unset; off

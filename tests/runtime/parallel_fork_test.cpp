@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "strata/runtime/parallel.h"
@@ -44,10 +45,21 @@ TEST(ThreadPoolsAfterFork, AChildComputesAfterItsParentDid) {
   EXPECT_TRUE(products_and_regions_work()) << "the parent's pools are untouched";
 }
 
+// Note [Regions on OpenMP's team while the cores are free]: a parent whose regions ran on its OpenMP team leaves a
+// child without that team; the child's regions go to the helpers.
+TEST(ThreadPoolsAfterFork, AChildComputesAfterItsParentsRegionsRanOnTheTeam) {
+  detail::force_regions_on_openmp_team(true);
+  ASSERT_TRUE(products_and_regions_work());
+  EXPECT_EQ(in_forked_child(products_and_regions_work), 0);
+  EXPECT_TRUE(products_and_regions_work());
+  detail::force_regions_on_openmp_team(std::nullopt);
+}
+
 TEST(ThreadPoolsAfterFork, AGrandchildComputesToo) {
   ASSERT_TRUE(products_and_regions_work());
-  EXPECT_EQ(in_forked_child([] { return products_and_regions_work() && in_forked_child(products_and_regions_work) == 0; }),
-            0);
+  EXPECT_EQ(
+      in_forked_child([] { return products_and_regions_work() && in_forked_child(products_and_regions_work) == 0; }),
+      0);
 }
 
 TEST(ThreadPoolsAfterFork, AForkWhileAnotherThreadRunsRegions) {

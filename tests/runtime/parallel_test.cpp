@@ -1,4 +1,6 @@
 // The CPU thread pool (runtime/parallel.h): Note [One CPU thread pool].
+#include "strata/runtime/parallel.h"
+
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -9,12 +11,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <string>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
-#include "strata/runtime/parallel.h"
 #include "test_fixtures.h"
 
 namespace strata {
@@ -75,9 +77,8 @@ TEST(SharingTheCores, ARegionAloneTakesThePoolAndSmallWorkRunsInline) {
   });
   EXPECT_EQ(team, 3);
   bool inline_call = false;
-  parallel_for(10, 100, [&](int64_t begin, int64_t end) {
-    inline_call = begin == 0 && end == 10 && !in_parallel_region();
-  });
+  parallel_for(10, 100,
+               [&](int64_t begin, int64_t end) { inline_call = begin == 0 && end == 10 && !in_parallel_region(); });
   EXPECT_TRUE(inline_call);
 }
 
@@ -122,9 +123,8 @@ TEST(FewerThreadsUnderContention, OnlyWorkWhoseResultsDoNotDependOnTheCountTakes
     EXPECT_EQ(threads_for_work(true), 2);
     EXPECT_EQ(omp_get_max_threads(), 2);
     bool inline_call = false;
-    parallel_for(2, 1, [&](int64_t begin, int64_t end) {
-      inline_call = begin == 0 && end == 2 && !in_parallel_region();
-    });
+    parallel_for(2, 1,
+                 [&](int64_t begin, int64_t end) { inline_call = begin == 0 && end == 2 && !in_parallel_region(); });
     EXPECT_TRUE(inline_call) << "a region of a one-thread budget runs on the calling thread";
   }
   EXPECT_EQ(budget_of_threads(), 2) << "the pool's pin again";
@@ -164,9 +164,25 @@ TEST(FewerThreadsUnderContention, BusyThreadsOnEveryCoreLowerTheBudget) {
                                    << " busy threads";
 }
 
-// Note [Chunks that the caller claims too]: what a region promises, whoever runs its chunks.
-TEST(ChunksThatTheCallerClaimsToo, EveryElementRunsExactlyOnceInChunksOfAtLeastTheGrain) {
+// Note [Chunks that the caller claims too]: what a region promises, whoever runs its chunks: the helpers, or OpenMP's
+// team (Note [Regions on OpenMP's team while the cores are free]), each asked for by the parameter. The calling
+// thread has a team once it has sized OpenMP's count for work (threads_for_work).
+class ChunksThatTheCallerClaimsToo : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    (void)threads_for_work(false);
+    detail::force_regions_on_openmp_team(GetParam());
+  }
+  void TearDown() override { detail::force_regions_on_openmp_team(std::nullopt); }
+};
+
+TEST_P(ChunksThatTheCallerClaimsToo, EveryElementRunsExactlyOnceInChunksOfAtLeastTheGrain) {
   const PoolSize pool(4);
+  std::atomic<bool> on_team{false};
+  parallel_for(1000, 1, [&](int64_t, int64_t) {
+    if (omp_in_parallel() != 0) on_team = true;
+  });
+  EXPECT_EQ(on_team, GetParam()) << "the region ran on the runner the test asked for";
   for (const int64_t n : {2, 7, 100, 1001, 100000}) {
     for (const int64_t grain : {1, 3, 64}) {
       std::vector<std::atomic<int>> runs(static_cast<std::size_t>(n));
@@ -185,7 +201,7 @@ TEST(ChunksThatTheCallerClaimsToo, EveryElementRunsExactlyOnceInChunksOfAtLeastT
   }
 }
 
-TEST(ChunksThatTheCallerClaimsToo, WorkOfOneGrainStaysOnTheCallingThread) {
+TEST_P(ChunksThatTheCallerClaimsToo, WorkOfOneGrainStaysOnTheCallingThread) {
   const PoolSize pool(4);
   const std::thread::id caller = std::this_thread::get_id();
   int calls = 0;
@@ -200,7 +216,7 @@ TEST(ChunksThatTheCallerClaimsToo, WorkOfOneGrainStaysOnTheCallingThread) {
   EXPECT_FALSE(in_region);
 }
 
-TEST(ChunksThatTheCallerClaimsToo, NestedCallsRunInlineOnTheChunksThread) {
+TEST_P(ChunksThatTheCallerClaimsToo, NestedCallsRunInlineOnTheChunksThread) {
   const PoolSize pool(4);
   std::atomic<int> nested_calls{0}, whole_and_inline{0};
   parallel_for(8, 1, [&](int64_t, int64_t) {
@@ -217,7 +233,7 @@ TEST(ChunksThatTheCallerClaimsToo, NestedCallsRunInlineOnTheChunksThread) {
   EXPECT_EQ(threads_in_this_region(), 1);
 }
 
-TEST(ChunksThatTheCallerClaimsToo, AnExceptionFromAnyChunkReachesTheCaller) {
+TEST_P(ChunksThatTheCallerClaimsToo, AnExceptionFromAnyChunkReachesTheCaller) {
   const PoolSize pool(4);
   for (const int64_t failing : {0, 5, 15}) {
     std::atomic<int> failures{0};
@@ -240,9 +256,12 @@ TEST(ChunksThatTheCallerClaimsToo, AnExceptionFromAnyChunkReachesTheCaller) {
   EXPECT_EQ(sum, 1000);
 }
 
+INSTANTIATE_TEST_SUITE_P(Runners, ChunksThatTheCallerClaimsToo, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "OpenMpTeam" : "Helpers"; });
+
 // The point of the design: a region never waits for a helper that is not running. Here every helper is held in a
 // chunk of another host thread's region, and a second region still completes, on its caller alone.
-TEST(ChunksThatTheCallerClaimsToo, ARegionCompletesWhileEveryHelperIsBlocked) {
+TEST(HelpersThatAreBusy, ARegionCompletesWhileEveryHelperIsBlocked) {
   const PoolSize pool(4);
   constexpr int kHelpers = 3;
   std::atomic<int> blocked{0};
