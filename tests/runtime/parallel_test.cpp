@@ -166,18 +166,24 @@ TEST(FewerThreadsUnderContention, BusyThreadsOnEveryCoreLowerTheBudget) {
 
 // Note [Chunks that the caller claims too]: what a region promises, whoever runs its chunks: the helpers, or OpenMP's
 // team (Note [Regions on OpenMP's team while the cores are free]), each asked for by the parameter. The calling
-// thread has a team once it has sized OpenMP's count for work (threads_for_work).
+// thread has a team once it has sized OpenMP's count for work of more than one thread (threads_for_work).
 class ChunksThatTheCallerClaimsToo : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
+    pool_.emplace(4);
     (void)threads_for_work(false);
     detail::force_regions_on_openmp_team(GetParam());
   }
-  void TearDown() override { detail::force_regions_on_openmp_team(std::nullopt); }
+  void TearDown() override {
+    detail::force_regions_on_openmp_team(std::nullopt);
+    pool_.reset();
+  }
+
+ private:
+  std::optional<PoolSize> pool_;
 };
 
 TEST_P(ChunksThatTheCallerClaimsToo, EveryElementRunsExactlyOnceInChunksOfAtLeastTheGrain) {
-  const PoolSize pool(4);
   std::atomic<bool> on_team{false};
   parallel_for(1000, 1, [&](int64_t, int64_t) {
     if (omp_in_parallel() != 0) on_team = true;
@@ -202,7 +208,6 @@ TEST_P(ChunksThatTheCallerClaimsToo, EveryElementRunsExactlyOnceInChunksOfAtLeas
 }
 
 TEST_P(ChunksThatTheCallerClaimsToo, WorkOfOneGrainStaysOnTheCallingThread) {
-  const PoolSize pool(4);
   const std::thread::id caller = std::this_thread::get_id();
   int calls = 0;
   bool on_caller = false, in_region = true;
@@ -217,7 +222,6 @@ TEST_P(ChunksThatTheCallerClaimsToo, WorkOfOneGrainStaysOnTheCallingThread) {
 }
 
 TEST_P(ChunksThatTheCallerClaimsToo, NestedCallsRunInlineOnTheChunksThread) {
-  const PoolSize pool(4);
   std::atomic<int> nested_calls{0}, whole_and_inline{0};
   parallel_for(8, 1, [&](int64_t, int64_t) {
     const std::thread::id self = std::this_thread::get_id();
@@ -234,7 +238,6 @@ TEST_P(ChunksThatTheCallerClaimsToo, NestedCallsRunInlineOnTheChunksThread) {
 }
 
 TEST_P(ChunksThatTheCallerClaimsToo, AnExceptionFromAnyChunkReachesTheCaller) {
-  const PoolSize pool(4);
   for (const int64_t failing : {0, 5, 15}) {
     std::atomic<int> failures{0};
     try {
