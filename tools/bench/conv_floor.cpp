@@ -133,41 +133,42 @@ class Floor final : public OneDnnConvFloor {
         engine()};
   }
 
-  // Each returns nothing where oneDNN has no kernel for that algorithm (Winograd without AVX-512).
-  std::optional<Pass> make_forward(dnnl::algorithm algorithm) const {
+  // The pass make() builds, or nothing where oneDNN has no kernel for that algorithm (Winograd without AVX-512).
+  template <typename Make>
+  static std::optional<Pass> unless_unimplemented(Make make) {
     try {
-      return Pass::make<dnnl::convolution_forward>(
-          forward_pd(algorithm), {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD});
+      return make();
     } catch (const dnnl::error& e) {
       if (e.status != dnnl_unimplemented) throw;
       return std::nullopt;
     }
   }
 
+  std::optional<Pass> make_forward(dnnl::algorithm algorithm) const {
+    return unless_unimplemented([&] {
+      return Pass::make<dnnl::convolution_forward>(
+          forward_pd(algorithm), {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD});
+    });
+  }
+
   std::optional<Pass> make_backward_data(dnnl::algorithm algorithm) const {
-    try {
+    return unless_unimplemented([&] {
       const dnnl::convolution_backward_data::primitive_desc pd(
           {algorithm, src(), weights(), dst(), {1, 1}, {0, 0}, {1, 1}, {1, 1}}, attr(), engine(),
           forward_pd(algorithm));
       return Pass::make<dnnl::convolution_backward_data>(
           pd, {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC, DNNL_ARG_SCRATCHPAD});
-    } catch (const dnnl::error& e) {
-      if (e.status != dnnl_unimplemented) throw;
-      return std::nullopt;
-    }
+    });
   }
 
   std::optional<Pass> make_backward_weights(dnnl::algorithm algorithm) const {
-    try {
+    return unless_unimplemented([&] {
       const dnnl::convolution_backward_weights::primitive_desc pd(
           {algorithm, src(), weights(), bias(), dst(), {1, 1}, {0, 0}, {1, 1}, {1, 1}}, attr(), engine(),
           forward_pd(algorithm));
       return Pass::make<dnnl::convolution_backward_weights>(
           pd, {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS, DNNL_ARG_SCRATCHPAD});
-    } catch (const dnnl::error& e) {
-      if (e.status != dnnl_unimplemented) throw;
-      return std::nullopt;
-    }
+    });
   }
 
   // A pass runs on the threads conv.cpp gives it: every thread for a weight gradient (a sum over the batch split
